@@ -1,0 +1,99 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/app"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
+)
+
+func cmdDemo(args []string, stdout, stderr io.Writer) int {
+	fs := newFlags("demo", `Run the gateway against an embedded IMAP and SMTP server on loopback, seeded
+with two demo mailboxes. Nothing outside this process is needed or touched.
+PORT and LOG_LEVEL are honoured; the encryption key is ephemeral.`, stderr)
+	port := fs.Int("port", 0, "HTTP port (default: $PORT or 3000; a free port if that is taken)")
+	if code, stop := parse(fs, args); stop {
+		return code
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+
+	start := time.Now()
+	srv, err := demo.Start(ctx, demo.Options{})
+	if err != nil {
+		fmt.Fprintln(stderr, "mailbox-mcp demo: cannot start the embedded mail server:", err)
+		return exitFail
+	}
+	defer srv.Close()
+	key, err := credentials.NewKey()
+	if err != nil {
+		fmt.Fprintln(stderr, "mailbox-mcp demo:", err)
+		return exitFail
+	}
+	imapHost, imapPort, _ := net.SplitHostPort(srv.IMAPAddr)
+	smtpHost, smtpPort, _ := net.SplitHostPort(srv.SMTPAddr)
+	overrides := []string{
+		"IMAP_HOST=" + imapHost, "IMAP_PORT=" + imapPort, "IMAP_SECURITY=plain",
+		"SMTP_HOST=" + smtpHost, "SMTP_PORT=" + smtpPort, "SMTP_SECURITY=plain",
+		"ALLOW_PLAINTEXT_AUTH=true", "ENCRYPTION_KEY=" + key, "BIND_ADDRESS=127.0.0.1",
+	}
+	if *port != 0 {
+		overrides = append(overrides, "PORT="+strconv.Itoa(*port))
+	}
+	cfg, err := config.Load(overrides...)
+	if err != nil {
+		printProblems(stderr, err)
+		return exitConfig
+	}
+	log := app.NewLogger(stderr, cfg.LogLevel)
+	a, err := app.New(cfg, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "mailbox-mcp demo:", err)
+		return exitFail
+	}
+	ln, err := a.Listen()
+	if err != nil && *port == 0 {
+		// The default port is taken: any free port will do for a demo.
+		ln, err = net.Listen("tcp", "127.0.0.1:0")
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mailbox-mcp demo:", err)
+		return exitFail
+	}
+	url := "http://" + ln.Addr().String() + "/mcp"
+	printDemo(stdout, url, srv.Users, time.Since(start))
+	if err := a.Serve(ctx, ln); err != nil {
+		fmt.Fprintln(stderr, "mailbox-mcp demo:", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+func printDemo(w io.Writer, url string, users []demo.User, took time.Duration) {
+	u := users[0]
+	mcpJSON, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{
+		"mailbox": map[string]any{"type": "http", "url": url,
+			"headers": map[string]string{"x-imap-user": u.Address, "x-imap-pass": u.Password}},
+	}}, "", "  ")
+	desktop, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{
+		"mailbox": map[string]any{"command": "npx", "args": []string{"mcp-remote", url,
+			"--header", "x-imap-user:" + u.Address, "--header", "x-imap-pass:" + u.Password}},
+	}}, "", "  ")
+	fmt.Fprintf(w, "mailbox-mcp demo is running (ready in %s).\n\n", took.Round(time.Millisecond))
+	fmt.Fprintf(w, "MCP URL: %s\n\nDemo mailboxes (embedded server, in memory, gone when this stops):\n", url)
+	for _, x := range users {
+		fmt.Fprintf(w, "  user %-20s password %s\n", x.Address, x.Password)
+	}
+	fmt.Fprintf(w, "\nClaude Code (.mcp.json in your project, or: claude mcp add --transport http mailbox %s --header \"x-imap-user: %s\" --header \"x-imap-pass: %s\"):\n%s\n",
+		url, u.Address, u.Password, mcpJSON)
+	fmt.Fprintf(w, "\nClaude Desktop (claude_desktop_config.json), through mcp-remote:\n%s\n", desktop)
+	fmt.Fprintf(w, "\nor from a shell: npx mcp-remote %s --header x-imap-user:%s --header x-imap-pass:%s\n\nPress Ctrl-C to stop.\n",
+		url, u.Address, u.Password)
+}

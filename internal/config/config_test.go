@@ -1,0 +1,180 @@
+package config
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite .env.example and the table in docs/configuration.md")
+
+const goodKey = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+func base(extra ...string) []string {
+	return append([]string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + goodKey}, extra...)
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := FromEnv(base())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IMAPPort != 993 || !c.IMAPTLS || c.SMTPPort != 587 || !c.SMTPTLS || c.Port != 3000 ||
+		c.MaxPoolSize != 50 || c.MaxPoolPerUser != 4 || c.IMAPTimeout != 30*time.Second ||
+		len(c.AllowedOrigins) != 1 || c.AllowedOrigins[0] != "*" || c.MaxRequestBytes != 1<<20 || c.BindAddress != "127.0.0.1" {
+		t.Fatalf("defaults wrong: %+v", c)
+	}
+	if c.IMAPMode() != SecurityTLS || c.SMTPEnabled() {
+		t.Fatalf("mode %s, smtp %v", c.IMAPMode(), c.SMTPEnabled())
+	}
+	if len(c.Key()) != 32 {
+		t.Fatal("key not decoded")
+	}
+}
+
+func TestEmptyMeansUnset(t *testing.T) {
+	c, err := FromEnv(base("PORT=", "IMAP_PORT=", "LOG_LEVEL="))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Port != 3000 || c.IMAPPort != 993 {
+		t.Fatalf("empty values did not fall back to defaults: %d %d", c.Port, c.IMAPPort)
+	}
+}
+
+func TestProblems(t *testing.T) {
+	tests := []struct {
+		name string
+		env  []string
+		want []string // each must appear in some line
+	}{
+		{"no key", []string{"IMAP_HOST=h"}, []string{"ENCRYPTION_KEY: required"}},
+		{"empty host", []string{"IMAP_HOST=", "ENCRYPTION_KEY=" + goodKey}, []string{"IMAP_HOST: required"}},
+		{"no host", []string{"ENCRYPTION_KEY=" + goodKey}, []string{"IMAP_HOST: required"}},
+		{"short key", base("ENCRYPTION_KEY=" + goodKey[:63]), []string{"ENCRYPTION_KEY: expected exactly 64 hex characters, got 63"}},
+		{"non-hex key", base("ENCRYPTION_KEY=" + goodKey[:63] + "z"), []string{"ENCRYPTION_KEY: expected 64 hex characters"}},
+		{"port abc", base("PORT=abc"), []string{`PORT: expected a whole number, got "abc"`}},
+		{"port range", base("PORT=70000"), []string{"PORT: expected a port number"}},
+		{"imap port zero", base("IMAP_PORT=0"), []string{"IMAP_PORT: expected a port number"}},
+		{"bool", base("IMAP_TLS=maybe"), []string{"IMAP_TLS: expected true or false"}},
+		{"duration", base("IMAP_TIMEOUT=soon"), []string{"IMAP_TIMEOUT: expected a duration"}},
+		{"log level", base("LOG_LEVEL=loud"), []string{"LOG_LEVEL: expected debug, info, warn or error"}},
+		{"security", base("IMAP_SECURITY=ssl"), []string{"IMAP_SECURITY: expected tls, starttls or plain"}},
+		{"plain imap", base("IMAP_SECURITY=plain"), []string{"IMAP_SECURITY: plain sends mailbox passwords"}},
+		{"plain smtp", base("SMTP_HOST=smtp.example.test", "SMTP_TLS=false"), []string{"SMTP_TLS: plain SMTP"}},
+		{"pool", base("MAX_POOL_SIZE=0"), []string{"MAX_POOL_SIZE: expected a value greater than zero"}},
+		{"per user over total", base("MAX_POOL_SIZE=2", "MAX_POOL_PER_USER=3"), []string{"MAX_POOL_PER_USER: expected at most MAX_POOL_SIZE"}},
+		{"origins", base("ALLOWED_ORIGINS=https://ok.example,notaurl"), []string{`ALLOWED_ORIGINS: expected * or a comma-separated list`}},
+		{"ca file", base("MAIL_CA_FILE=/nonexistent/ca.pem"), []string{"MAIL_CA_FILE: cannot read"}},
+		{"bind", base("BIND_ADDRESS=everywhere"), []string{"BIND_ADDRESS: expected an IP address"}},
+		{"several at once", []string{"PORT=abc"}, []string{"IMAP_HOST: required", "ENCRYPTION_KEY: required", "PORT: expected a whole number"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := FromEnv(tt.env)
+			var p Problems
+			if !errors.As(err, &p) {
+				t.Fatalf("err = %v, want Problems", err)
+			}
+			for _, w := range tt.want {
+				found := false
+				for _, line := range p {
+					found = found || strings.Contains(line, w)
+				}
+				if !found {
+					t.Errorf("no line contains %q in:\n%s", w, p)
+				}
+			}
+		})
+	}
+}
+
+func TestPlainAllowedExplicitly(t *testing.T) {
+	c, err := FromEnv(base("IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true", "SMTP_HOST=s", "SMTP_TLS=false"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.IMAPMode() != SecurityPlain || c.SMTPMode() != SecurityPlain {
+		t.Fatal("modes")
+	}
+	c, _ = FromEnv(base("SMTP_HOST=s", "SMTP_PORT=465"))
+	if c.SMTPMode() != SecurityTLS {
+		t.Fatalf("465 should be implicit TLS, got %s", c.SMTPMode())
+	}
+	c, _ = FromEnv(base("SMTP_HOST=s"))
+	if c.SMTPMode() != SecurityStartTLS {
+		t.Fatalf("587 should be STARTTLS, got %s", c.SMTPMode())
+	}
+	c, _ = FromEnv(base("IMAP_TLS=false"))
+	if c.IMAPMode() != SecurityStartTLS {
+		t.Fatalf("IMAP_TLS=false should be STARTTLS, got %s", c.IMAPMode())
+	}
+}
+
+func TestKeyOnly(t *testing.T) {
+	if _, err := keyFromEnv([]string{"ENCRYPTION_KEY=" + goodKey}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keyFromEnv(nil); err == nil || !strings.Contains(err.Error(), "ENCRYPTION_KEY") {
+		t.Fatalf("missing key: %v", err)
+	}
+	if _, err := keyFromEnv([]string{"ENCRYPTION_KEY=abc"}); err == nil {
+		t.Fatal("short key accepted")
+	}
+}
+
+func TestHealthURL(t *testing.T) {
+	if u := healthURL([]string{"PORT=4000", "BIND_ADDRESS=0.0.0.0"}); u != "http://127.0.0.1:4000/health" {
+		t.Fatal(u)
+	}
+}
+
+// The checked-in .env.example and docs/configuration.md must list exactly
+// what the Config struct reads.
+func TestGeneratedFilesInStep(t *testing.T) {
+	root := filepath.Join("..", "..")
+	envPath := filepath.Join(root, ".env.example")
+	docPath := filepath.Join(root, "docs", "configuration.md")
+	const begin, end = "<!-- BEGIN VARIABLES (generated: go test ./internal/config -update) -->\n", "<!-- END VARIABLES -->"
+	if *update {
+		if err := os.WriteFile(envPath, []byte(EnvExample()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := os.ReadFile(docPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(doc)
+		i, j := strings.Index(s, begin), strings.Index(s, end)
+		if i < 0 || j < i {
+			t.Fatalf("%s lacks the BEGIN/END VARIABLES markers", docPath)
+		}
+		s = s[:i+len(begin)] + MarkdownTable() + s[j:]
+		if err := os.WriteFile(docPath, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(envPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != EnvExample() {
+		t.Errorf(".env.example is out of step with internal/config; run: go test ./internal/config -update")
+	}
+	doc, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(doc), begin+MarkdownTable()+end) {
+		t.Errorf("docs/configuration.md is out of step with internal/config; run: go test ./internal/config -update")
+	}
+	for _, v := range Variables() {
+		if v.Description == "" {
+			t.Errorf("%s has no desc tag", v.Key)
+		}
+	}
+}

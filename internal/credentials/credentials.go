@@ -1,0 +1,86 @@
+// Package credentials owns a request's mailbox credentials: the Credentials
+// type (which redacts itself in logs), the sealed token format that carries
+// them between calls, and the request-context key they travel under. It never
+// writes a credential anywhere: not to disk, not to a log.
+package credentials
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+)
+
+// Credentials are one mailbox login. The password is unexported so that it
+// can only be read on purpose, with Password.
+type Credentials struct {
+	User     string
+	password string
+}
+
+// New makes Credentials from a user name and a password.
+func New(user, password string) Credentials {
+	return Credentials{User: user, password: password}
+}
+
+// Password returns the password, for the login itself and nothing else.
+func (c Credentials) Password() string { return c.password }
+
+// Valid reports whether both parts are present.
+func (c Credentials) Valid() bool { return c.User != "" && c.password != "" }
+
+// String hides the password, so fmt and %v never print it.
+func (c Credentials) String() string { return c.User + " (password redacted)" }
+
+// GoString hides the password from %#v too.
+func (c Credentials) GoString() string {
+	return "credentials.Credentials{User:" + fmt.Sprintf("%q", c.User) + ", password:REDACTED}"
+}
+
+// LogValue makes slog print only the user.
+func (c Credentials) LogValue() slog.Value { return slog.StringValue(c.User) }
+
+// Format keeps every fmt verb away from the password.
+func (c Credentials) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		fmt.Fprint(f, c.GoString())
+		return
+	}
+	fmt.Fprint(f, c.String())
+}
+
+// poolSecret makes pool keys unguessable: a key is an HMAC of the whole
+// credential under a secret that exists only in this process's memory.
+var poolSecret = func() []byte {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		panic("credentials: no randomness: " + err.Error())
+	}
+	return b
+}()
+
+// Key identifies this exact login at host (host, user and password), for the
+// connection pool: a wrong password never maps to a logged-in connection.
+func (c Credentials) Key(host string) string {
+	m := hmac.New(sha256.New, poolSecret)
+	for _, s := range []string{host, c.User, c.password} {
+		fmt.Fprintf(m, "%d:%s", len(s), s)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+type ctxKey struct{}
+
+// NewContext returns ctx carrying c.
+func NewContext(ctx context.Context, c Credentials) context.Context {
+	return context.WithValue(ctx, ctxKey{}, c)
+}
+
+// FromContext returns the credentials in ctx, if any.
+func FromContext(ctx context.Context) (Credentials, bool) {
+	c, ok := ctx.Value(ctxKey{}).(Credentials)
+	return c, ok && c.Valid()
+}

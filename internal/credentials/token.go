@@ -1,0 +1,184 @@
+package credentials
+
+import (
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Token layout (version 1):
+//
+//	"mbx1." base64url-no-padding( keyID[4] | nonce[12] | AES-256-GCM(payload) )
+//
+// The additional data is "mbx1." plus the key id, so neither can be changed
+// without the tag failing. The key id (a hash of the key) lets a server tell
+// "another key" from "tampered" and, with a previous key configured, pick
+// the right key during a rotation without trying each.
+const (
+	prefixV1  = "mbx1."
+	keyIDLen  = 4
+	nonceLen  = 12
+	tagLen    = 16
+	maxToken  = 8 << 10 // far above any real token; refuses huge inputs early
+	KeyLength = 32
+)
+
+// Errors a token can be refused with. Their text is safe to show a user.
+var (
+	ErrMalformed  = errors.New("the credentials token is not a mailbox-mcp token (malformed or truncated)")
+	ErrVersion    = errors.New("the credentials token has an unsupported version; make a new one with imap_encrypt_credentials")
+	ErrForeignKey = errors.New("the credentials token was sealed with a different key than this server's (made by another server, or the key was rotated); make a new one with imap_encrypt_credentials")
+	ErrTampered   = errors.New("the credentials token has been altered or truncated and cannot be opened")
+)
+
+type payload struct {
+	V   int    `json:"v"`
+	U   string `json:"u"`
+	P   string `json:"p"`
+	IAT int64  `json:"iat"`
+}
+
+type sealKey struct {
+	id   [keyIDLen]byte
+	aead cipher.AEAD
+}
+
+// Sealer seals and opens tokens with the current key, and opens tokens of
+// any older keys it was given.
+type Sealer struct {
+	current sealKey
+	older   []sealKey
+}
+
+// NewSealer makes a Sealer for a 32-byte key, plus any previous keys still
+// accepted for opening.
+func NewSealer(key []byte, previous ...[]byte) (*Sealer, error) {
+	cur, err := newSealKey(key)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sealer{current: cur}
+	for _, p := range previous {
+		k, err := newSealKey(p)
+		if err != nil {
+			return nil, err
+		}
+		s.older = append(s.older, k)
+	}
+	return s, nil
+}
+
+func newSealKey(key []byte) (sealKey, error) {
+	if len(key) != KeyLength {
+		return sealKey{}, fmt.Errorf("credentials: key must be %d bytes, got %d", KeyLength, len(key))
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return sealKey{}, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return sealKey{}, err
+	}
+	sum := sha256.Sum256(append([]byte("mailbox-mcp key id\x00"), key...))
+	var k sealKey
+	copy(k.id[:], sum[:keyIDLen])
+	k.aead = aead
+	return k, nil
+}
+
+// KeyID is the current key's public identifier, in hex.
+func (s *Sealer) KeyID() string { return fmt.Sprintf("%x", s.current.id) }
+
+var b64 = base64.RawURLEncoding.Strict()
+
+// Seal returns a token for c under the current key.
+func (s *Sealer) Seal(c Credentials) (string, error) {
+	if !c.Valid() {
+		return "", errors.New("credentials: user and password are required")
+	}
+	plain, err := json.Marshal(payload{V: 1, U: c.User, P: c.password, IAT: time.Now().Unix()})
+	if err != nil {
+		return "", err
+	}
+	raw := make([]byte, keyIDLen+nonceLen, keyIDLen+nonceLen+len(plain)+tagLen)
+	copy(raw, s.current.id[:])
+	if _, err := rand.Read(raw[keyIDLen:]); err != nil {
+		return "", err
+	}
+	raw = s.current.aead.Seal(raw, raw[keyIDLen:keyIDLen+nonceLen], plain, additional(s.current.id))
+	clear(plain)
+	return prefixV1 + b64.EncodeToString(raw), nil
+}
+
+// Open checks and opens a token. Its errors are the Err* values above.
+func (s *Sealer) Open(token string) (Credentials, error) {
+	token = strings.TrimSpace(token)
+	if len(token) > maxToken {
+		return Credentials{}, ErrMalformed
+	}
+	body, ok := strings.CutPrefix(token, prefixV1)
+	if !ok {
+		if v, _, found := strings.Cut(token, "."); found && strings.HasPrefix(v, "mbx") && len(v) <= 8 {
+			return Credentials{}, ErrVersion
+		}
+		return Credentials{}, ErrMalformed
+	}
+	raw, err := b64.DecodeString(body)
+	if err != nil || len(raw) < keyIDLen+nonceLen+tagLen {
+		return Credentials{}, ErrMalformed
+	}
+	var id [keyIDLen]byte
+	copy(id[:], raw)
+	k, ok := s.keyFor(id)
+	if !ok {
+		return Credentials{}, ErrForeignKey
+	}
+	nonce := raw[keyIDLen : keyIDLen+nonceLen]
+	plain, err := k.aead.Open(nil, nonce, raw[keyIDLen+nonceLen:], additional(id))
+	if err != nil {
+		return Credentials{}, ErrTampered
+	}
+	defer clear(plain)
+	var p payload
+	if err := json.Unmarshal(plain, &p); err != nil || p.V != 1 {
+		return Credentials{}, ErrVersion
+	}
+	c := New(p.U, p.P)
+	if !c.Valid() {
+		return Credentials{}, ErrMalformed
+	}
+	return c, nil
+}
+
+func (s *Sealer) keyFor(id [keyIDLen]byte) (sealKey, bool) {
+	if id == s.current.id {
+		return s.current, true
+	}
+	for _, k := range s.older {
+		if id == k.id {
+			return k, true
+		}
+	}
+	return sealKey{}, false
+}
+
+func additional(id [keyIDLen]byte) []byte {
+	return append([]byte(prefixV1), id[:]...)
+}
+
+// NewKey returns a fresh random key in hex, for ENCRYPTION_KEY.
+func NewKey() (string, error) {
+	b := make([]byte, KeyLength)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%x", b), nil
+}

@@ -1,0 +1,169 @@
+package mailbox
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+)
+
+// Query is a search; every criterion set must match (AND).
+type Query struct {
+	Text, From, To, Cc, Subject, Body string
+	Since, Before                     time.Time // dates; only the day counts (IMAP semantics)
+	Seen, Flagged, Answered           *bool
+	Larger, Smaller                   int64
+}
+
+func (q Query) empty() bool {
+	return q.Text == "" && q.From == "" && q.To == "" && q.Cc == "" && q.Subject == "" && q.Body == "" &&
+		q.Since.IsZero() && q.Before.IsZero() && q.Seen == nil && q.Flagged == nil && q.Answered == nil &&
+		q.Larger == 0 && q.Smaller == 0
+}
+
+// key identifies the query for binding cursors to it.
+func (q Query) key() string {
+	return queryKey(fmt.Sprintf("%q", []any{q.Text, q.From, q.To, q.Cc, q.Subject, q.Body,
+		q.Since.Format(time.DateOnly), q.Before.Format(time.DateOnly), q.Seen, q.Flagged, q.Answered, q.Larger, q.Smaller}))
+}
+
+func (q Query) criteria() *imap.SearchCriteria {
+	c := &imap.SearchCriteria{Since: q.Since, Before: q.Before, Larger: q.Larger, Smaller: q.Smaller}
+	if q.Text != "" {
+		c.Text = []string{q.Text}
+	}
+	if q.Body != "" {
+		c.Body = []string{q.Body}
+	}
+	for _, h := range []struct{ k, v string }{{"From", q.From}, {"To", q.To}, {"Cc", q.Cc}, {"Subject", q.Subject}} {
+		if h.v != "" {
+			c.Header = append(c.Header, imap.SearchCriteriaHeaderField{Key: h.k, Value: h.v})
+		}
+	}
+	for _, f := range []struct {
+		v    *bool
+		flag imap.Flag
+	}{{q.Seen, imap.FlagSeen}, {q.Flagged, imap.FlagFlagged}, {q.Answered, imap.FlagAnswered}} {
+		switch {
+		case f.v == nil:
+		case *f.v:
+			c.Flag = append(c.Flag, f.flag)
+		default:
+			c.NotFlag = append(c.NotFlag, f.flag)
+		}
+	}
+	return c
+}
+
+func (q Query) check() error {
+	if q.empty() {
+		return mailerr.New(mailerr.BadInput, "the search is empty: give at least one criterion (text, from, to, cc, subject, body, since, before, seen, flagged, answered, larger or smaller)")
+	}
+	for _, s := range []string{q.Text, q.From, q.To, q.Cc, q.Subject, q.Body} {
+		if strings.ContainsAny(s, "\r\n\x00") {
+			return mailerr.New(mailerr.BadInput, "search terms cannot contain line breaks or NUL characters")
+		}
+		if len(s) > 1000 {
+			return mailerr.New(mailerr.BadInput, "a search term is too long (at most 1000 bytes)")
+		}
+	}
+	if q.Larger < 0 || q.Smaller < 0 {
+		return mailerr.New(mailerr.BadInput, "larger and smaller must not be negative")
+	}
+	if !q.Since.IsZero() && !q.Before.IsZero() && !q.Since.Before(q.Before) {
+		return mailerr.New(mailerr.BadInput, "since must be earlier than before")
+	}
+	return nil
+}
+
+// Search runs q on the server (UID SEARCH; ESEARCH when offered) and returns
+// a page of the matches, newest first.
+func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Query, o ListOptions) (*Page, error) {
+	folder := normFolder(o.Folder)
+	limit, err := checkLimit(o.Limit)
+	if err != nil {
+		return nil, err
+	}
+	if err := q.check(); err != nil {
+		return nil, err
+	}
+	qk := q.key()
+	cur, err := decodeCursor(o.Cursor, folder, qk)
+	if err != nil {
+		return nil, err
+	}
+	var page *Page
+	err = c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
+		if err := conn.examine(folder); err != nil {
+			return err
+		}
+		cl := conn.client()
+		status := cl.Status(folder, &imap.StatusOptions{NumMessages: true, NumUnseen: true, UIDValidity: true})
+		crit := q.criteria()
+		if cur != nil {
+			crit.UID = []imap.UIDSet{{imap.UIDRange{Start: 1, Stop: imap.UID(cur.Before - 1)}}}
+		}
+		var opts *imap.SearchOptions
+		if cl.Caps().Has(imap.CapESearch) || cl.Caps().Has(imap.CapIMAP4rev2) {
+			opts = &imap.SearchOptions{ReturnAll: true, ReturnCount: true}
+		}
+		res, err := cl.UIDSearch(crit, opts).Wait()
+		if err != nil {
+			status.Wait()
+			return searchError(err, folder)
+		}
+		uids := res.AllUIDs()
+		matched := uint32(len(uids))
+		if res.Count > matched {
+			matched = res.Count
+		}
+		slices.Sort(uids)
+		if len(uids) > limit {
+			uids = uids[len(uids)-limit:]
+		}
+		var msgs []Summary
+		if len(uids) > 0 {
+			msgs, err = fetchSummaries(cl, imap.UIDSetNum(uids...), folder)
+			if err != nil {
+				status.Wait()
+				return err
+			}
+		}
+		sd, err := status.Wait()
+		if err != nil {
+			return imapError(err, folder)
+		}
+		if cur != nil && sd.UIDValidity != cur.UV {
+			return uidValidityChanged(folder)
+		}
+		msgs = newestFirst(msgs, limit)
+		page = &Page{Folder: folder, UIDValidity: sd.UIDValidity, Total: deref(sd.NumMessages), Unread: deref(sd.NumUnseen), Messages: msgs, Matched: &matched}
+		if matched > uint32(len(msgs)) && len(msgs) > 0 {
+			page.NextCursor = cursor{V: 1, Folder: folder, UV: sd.UIDValidity, Before: msgs[len(msgs)-1].UID, Query: qk}.encode()
+		}
+		if page.Messages == nil {
+			page.Messages = []Summary{}
+		}
+		return nil
+	})
+	return page, err
+}
+
+// searchError: a BAD answer to SEARCH is almost always a term the server
+// cannot handle (e.g. a charset), which the user can change.
+func searchError(err error, folder string) error {
+	var ie *imap.Error
+	if asIMAP(err, &ie) && ie.Type == imap.StatusResponseTypeBad {
+		return mailerr.Wrap(mailerr.BadInput, err, "the mail server could not run this search; simplify the terms")
+	}
+	if asIMAP(err, &ie) && ie.Code == imap.ResponseCodeBadCharset {
+		return mailerr.Wrap(mailerr.BadInput, err, "the mail server does not support searching for non-ASCII text")
+	}
+	return imapError(err, folder)
+}

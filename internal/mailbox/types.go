@@ -1,0 +1,122 @@
+package mailbox
+
+import (
+	"strings"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
+)
+
+// Address is one mailbox address with its display name.
+type Address struct {
+	Name  string `json:"name,omitempty"`
+	Email string `json:"email"`
+}
+
+// Flags are the standard IMAP flags, plus any keywords.
+type Flags struct {
+	Seen     bool     `json:"seen"`
+	Flagged  bool     `json:"flagged"`
+	Answered bool     `json:"answered"`
+	Draft    bool     `json:"draft"`
+	Deleted  bool     `json:"deleted,omitempty"`
+	Keywords []string `json:"keywords,omitempty"`
+}
+
+// Summary is one message in a list or search result.
+type Summary struct {
+	UID            uint32    `json:"uid"`
+	From           *Address  `json:"from,omitempty"`
+	To             []Address `json:"to,omitempty"`
+	Cc             []Address `json:"cc,omitempty"`
+	Subject        string    `json:"subject"`
+	Date           time.Time `json:"date"`
+	Flags          Flags     `json:"flags"`
+	Size           int64     `json:"size"`
+	HasAttachments bool      `json:"has_attachments"`
+	Preview        string    `json:"preview,omitempty"`
+}
+
+// Page is one page of a folder listing or a search, newest first.
+type Page struct {
+	Folder      string    `json:"folder"`
+	UIDValidity uint32    `json:"uid_validity"`
+	Total       uint32    `json:"total"`
+	Unread      uint32    `json:"unread"`
+	Matched     *uint32   `json:"matched,omitempty"` // search only: how many messages match in all
+	Messages    []Summary `json:"messages"`
+	NextCursor  string    `json:"next_cursor,omitempty"`
+}
+
+func flagsOf(fs []imap.Flag) Flags {
+	var f Flags
+	for _, x := range fs {
+		switch strings.ToLower(string(x)) {
+		case `\seen`:
+			f.Seen = true
+		case `\flagged`:
+			f.Flagged = true
+		case `\answered`:
+			f.Answered = true
+		case `\draft`:
+			f.Draft = true
+		case `\deleted`:
+			f.Deleted = true
+		case `\recent`:
+		default:
+			if !strings.HasPrefix(string(x), `\`) {
+				f.Keywords = append(f.Keywords, mailmsg.SanitizeLine(string(x)))
+			}
+		}
+	}
+	return f
+}
+
+func addressOf(a imap.Address) (Address, bool) {
+	email := a.Addr()
+	if email == "" {
+		return Address{}, false // group markers
+	}
+	return Address{Name: mailmsg.SanitizeLine(a.Name), Email: mailmsg.SanitizeLine(email)}, true
+}
+
+func addressesOf(as []imap.Address) []Address {
+	var out []Address
+	for _, a := range as {
+		if x, ok := addressOf(a); ok {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func firstAddress(as []imap.Address) *Address {
+	for _, a := range as {
+		if x, ok := addressOf(a); ok {
+			return &x
+		}
+	}
+	return nil
+}
+
+// hasAttachments says whether a body structure has a part that is an
+// attachment: disposition attachment, or a named non-text leaf outside
+// multipart/related.
+func hasAttachments(bs imap.BodyStructure) bool {
+	found := false
+	bs.Walk(func(path []int, part imap.BodyStructure) bool {
+		sp, ok := part.(*imap.BodyStructureSinglePart)
+		if !ok {
+			return !found
+		}
+		if d := sp.Disposition(); d != nil && strings.EqualFold(d.Value, "attachment") {
+			found = true
+		} else if sp.Filename() != "" && !strings.EqualFold(sp.Type, "text") && (d == nil || !strings.EqualFold(d.Value, "inline")) {
+			found = true
+		}
+		return !found
+	})
+	return found
+}

@@ -1,0 +1,26 @@
+// Package mailmsg owns MIME decoding, charsets, HTML to text and sanitising of
+// mail content before it reaches the model.
+//
+// Everything here treats mail as hostile input: it never fails a whole message
+// because of one bad part, decodes every charset it can and falls back to a
+// best effort (with a warning) for the rest, strips invisible, control and
+// bidi characters, never lets raw HTML through, and runs in time linear in
+// the size of its input.
+//
+// The package does no I/O to mail servers and must not import go-imap or
+// go-smtp: the IMAP layer hands it raw bytes (one part at a time, as fetched
+// with BODY.PEEK[part], or a whole small message) and gets text back.
+//
+// Entry points:
+//   - [DecodeHeader] and [WordDecoder] for RFC 2047 header values.
+//   - [DecodeText] for one raw, still transfer-encoded text part.
+//   - [ParseMessage] for a whole small message: best text body and attachments.
+//   - [HTMLToText], [Sanitize], [SanitizeLine], [Truncate], [Preview] for
+//     preparing text for the model.
+//
+// Everything these functions return is valid UTF-8 in NFC without C0/C1
+// controls (other than newline and tab), zero-width or bidi control
+// characters, including the warnings, which quote sender-controlled values.
+// The text is still untrusted content written by whoever sent the mail; the
+// caller must present it to the model as such.
+package mailmsg

@@ -1,0 +1,233 @@
+package mailmsg
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// checkClean fails t if s is not what Sanitize promises: valid UTF-8, no
+// controls other than \n and \t, no invisible or bidi characters, NFC.
+func checkClean(t *testing.T, what, s string) {
+	t.Helper()
+	if !utf8.ValidString(s) {
+		t.Fatalf("%s: invalid UTF-8: %q", what, s)
+	}
+	for _, r := range s {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7F || r >= 0x80 && r < 0xA0 {
+			t.Fatalf("%s: control character %U in %q", what, r, s)
+		}
+		if r >= 0x80 && classify(r) != runeKeep && classify(r) != runeVariation {
+			t.Fatalf("%s: character %U should have been removed from %q", what, r, s)
+		}
+	}
+	if Sanitize(s) != s {
+		t.Fatalf("%s: not stable under Sanitize: %q -> %q", what, s, Sanitize(s))
+	}
+}
+
+func TestSanitize(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  string
+	}{
+		{"clean ascii", "Hello, world!\n\tIndented", "Hello, world!\n\tIndented"},
+		{"empty", "", ""},
+		{"clean unicode", "Grüße 日本 😀", "Grüße 日本 😀"},
+		{"C0 controls", "a\x00b\x01c\x07d\x1be\x7ff", "abcdef"},
+		{"CRLF and CR", "one\r\ntwo\rthree\r\n", "one\ntwo\nthree\n"},
+		{"C1 controls", "a\u0080b\u0085c\u009fd", "abcd"},
+		{"bidi override", "invoice\u202Efdp.exe", "invoicefdp.exe"},
+		{"bidi embeddings and isolates", "\u202Aa\u202Bb\u202Cc\u202Dd\u2066e\u2067f\u2068g\u2069h\u061Ci", "abcdefghi"},
+		{"LRM RLM", "a\u200Eb\u200Fc", "abc"},
+		{"zero width", "pa\u200Bss\u200Cwo\u200Drd\u2060\uFEFF", "password"},
+		{"soft hyphen and CGJ", "in\u00ADvis\u034Fible", "invisible"},
+		{"mongolian vowel separator", "a\u180Eb", "ab"},
+		{"invisible operators", "a\u2061b\u2062c\u2063d\u2064e", "abcde"},
+		{"tag characters", "hi\U000E0049\U000E0047\U000E004E\U000E004F\U000E0052\U000E0045", "hi"},
+		{"hangul filler name", "\u3164\uFFA0Bob", "Bob"},
+		{"line separators become newlines", "a\u2028b\u2029c", "a\nb\nc"},
+		{"invalid utf8 becomes one replacement per run", "a\xffb\xfe\xfdc", "a\uFFFDb\uFFFDc"},
+		{"truncated sequence", "ok\xe6\x97", "ok\uFFFD"},
+		{"NFC", "e\u0301 A\u030A", "é Å"},
+		{"NFC after removal", "e\u200B\u0301", "é"},
+		{"one variation selector kept", "\u2764\uFE0F", "\u2764\uFE0F"},
+		{"variation selector run cut to one", "\u2764\uFE0F\uFE0F\U000E0100\U000E0101", "\u2764\uFE0F"},
+		{"leading variation selector dropped", "\uFE0Fx", "x"},
+		{"noncharacters", "a\uFFFEb\uFDD0c\U0001FFFF", "abc"},
+		{"newlines and tabs kept", "a\n\n\tb", "a\n\n\tb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Sanitize(tt.input)
+			if got != tt.want {
+				t.Errorf("Sanitize(%q) = %q, want %q", tt.input, got, tt.want)
+			}
+			checkClean(t, "Sanitize", got)
+		})
+	}
+}
+
+func TestSanitizeNoAllocWhenClean(t *testing.T) {
+	for _, s := range []string{strings.Repeat("plain ascii text\n", 100), "Grüße, 日本語 😀\u2764\uFE0F"} {
+		allocs := testing.AllocsPerRun(100, func() { _ = Sanitize(s) })
+		if allocs != 0 {
+			t.Errorf("Sanitize on clean %.20q: %v allocs, want 0", s, allocs)
+		}
+	}
+}
+
+func TestSanitizeLine(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  string
+	}{
+		{"clean", "Re: Lunch", "Re: Lunch"},
+		{"newlines and tabs", "Re:\r\n\tLunch\ttomorrow", "Re: Lunch tomorrow"},
+		{"runs and ends", "  a   b  ", "a b"},
+		{"unicode spaces", "a\u00A0\u3000b\u2003c", "a b c"},
+		{"fake header via newline", "hello\nFrom: boss@example.com", "hello From: boss@example.com"},
+		{"bidi in filename", "report\u202Egnp.exe", "reportgnp.exe"},
+		{"only spaces", " \t\n ", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SanitizeLine(tt.input); got != tt.want {
+				t.Errorf("SanitizeLine(%q) = %q, want %q", tt.input, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeText(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  string
+	}{
+		{"trailing spaces", "a  \nb\t\n", "a\nb"},
+		{"leading blank lines", "\n\n  \na", "a"},
+		{"blank lines collapse to two", "a\n\n\n\n\n\nb", "a\n\n\nb"},
+		{"two blank lines kept", "a\n\n\nb", "a\n\n\nb"},
+		{"one blank line kept", "a\n\nb", "a\n\nb"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := normalizeText(tt.input); got != tt.want {
+				t.Errorf("normalizeText(%q) = %q, want %q", tt.input, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTruncate(t *testing.T) {
+	tests := []struct {
+		name          string
+		input         string
+		offset, max   int
+		want          string
+		wantTruncated bool
+		wantNext      int
+	}{
+		{"ascii fits", "hello", 0, 10, "hello", false, 5},
+		{"ascii cut", "hello world", 0, 5, "hello", true, 5},
+		{"exact fit", "hello", 0, 5, "hello", false, 5},
+		{"offset", "hello world", 6, 3, "wor", true, 9},
+		{"offset to end", "hello world", 6, 100, "world", false, 11},
+		{"multibyte cut on rune boundary", "日本語テキスト", 0, 2, "日本", true, 2},
+		{"multibyte offset", "日本語テキスト", 2, 3, "語テキ", true, 5},
+		{"emoji", "a😀b😀c", 1, 2, "😀b", true, 3},
+		{"combining sequence counts runes", "e\u0301e\u0301", 0, 1, "e", true, 1},
+		{"offset past end", "abc", 10, 5, "", false, 3},
+		{"negative offset", "abc", -4, 2, "ab", true, 2},
+		{"no limit", "abcdef", 2, 0, "cdef", false, 6},
+		{"empty", "", 0, 5, "", false, 0},
+		{"invalid byte counts as a rune", "a\xffb", 1, 1, "\xff", true, 2},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, truncated, next := Truncate(tt.input, tt.offset, tt.max)
+			if got != tt.want || truncated != tt.wantTruncated || next != tt.wantNext {
+				t.Errorf("Truncate(%q, %d, %d) = %q, %v, %d; want %q, %v, %d",
+					tt.input, tt.offset, tt.max, got, truncated, next, tt.want, tt.wantTruncated, tt.wantNext)
+			}
+		})
+	}
+}
+
+func TestTruncateContinuationReconstructs(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+	}{
+		{"ascii", strings.Repeat("The quick brown fox. ", 50)},
+		{"cjk", strings.Repeat("日本語のテキストです。", 40)},
+		{"mixed", strings.Repeat("Grüße 😀 e\u0301 Привет 한국어 ", 30)},
+		{"invalid bytes", "a\xff\xfeb\xe6\x97c"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for _, size := range []int{1, 2, 3, 7, 64, 1000} {
+				var b strings.Builder
+				offset, calls := 0, 0
+				for {
+					chunk, more, next := Truncate(tt.input, offset, size)
+					if utf8.ValidString(tt.input) && !utf8.ValidString(chunk) {
+						t.Fatalf("size %d: chunk %q is not valid UTF-8", size, chunk)
+					}
+					if n := utf8.RuneCountInString(chunk); n > size {
+						t.Fatalf("size %d: chunk has %d runes", size, n)
+					}
+					b.WriteString(chunk)
+					if !more {
+						break
+					}
+					if next <= offset {
+						t.Fatalf("size %d: no progress at offset %d", size, offset)
+					}
+					offset = next
+					calls++
+				}
+				if b.String() != tt.input {
+					t.Fatalf("size %d: reconstructed %q, want %q", size, b.String(), tt.input)
+				}
+			}
+		})
+	}
+}
+
+func TestPreview(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		n     int
+		want  string
+	}{
+		{"short", "Hello Bob,\n\nSee you at 5.", 160, "Hello Bob, See you at 5."},
+		{"quote and attribution dropped", "Sounds good!\n\nOn Mon, 1 Jan 2024, Alice wrote:\n> Lunch?\n> At noon", 160, "Sounds good!"},
+		{"signature dropped", "Thanks.\n-- \nBob Smith\nACME Corp", 160, "Thanks."},
+		{"signature after trailing space trim", "Thanks.\n--\nBob", 160, "Thanks."},
+		{"outlook original message", "Yes.\n\n-----Original Message-----\nFrom: Alice", 160, "Yes."},
+		{"only quotes falls back to everything", "> quoted only", 160, "> quoted only"},
+		{"cut at word with ellipsis", "one two three four five six", 12, "one two…"},
+		{"default length", strings.Repeat("word ", 100), 0, strings.TrimSpace(strings.Repeat("word ", 32)) + "…"},
+		{"bidi removed", "Pay \u202Enow", 160, "Pay now"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Preview(tt.input, tt.n)
+			if got != tt.want {
+				t.Errorf("Preview(%q, %d) = %q, want %q", tt.input, tt.n, got, tt.want)
+			}
+			n := tt.n
+			if n <= 0 {
+				n = DefaultPreviewRunes
+			}
+			if utf8.RuneCountInString(got) > n {
+				t.Errorf("Preview is %d runes, longer than %d", utf8.RuneCountInString(got), n)
+			}
+		})
+	}
+}

@@ -1,0 +1,173 @@
+package mailmsg
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxPartBytes is how much of one raw (still transfer-encoded) part
+// DecodeText reads; the rest is ignored with a warning.
+const MaxPartBytes = 16 << 20
+
+// Part describes one body part as the IMAP layer knows it from BODYSTRUCTURE.
+type Part struct {
+	MediaType string // "text/plain", "text/html"; empty means text/plain
+	Charset   string // the charset parameter; empty means US-ASCII (or UTF-8 if valid)
+	Encoding  string // Content-Transfer-Encoding: 7bit, 8bit, quoted-printable, base64, binary
+
+	// Format and DelSp are the RFC 3676 parameters of text/plain
+	// ("format=flowed; delsp=yes"); flowed text is unwrapped.
+	Format string
+	DelSp  bool
+}
+
+func (p Part) isHTML() bool {
+	mt := strings.ToLower(strings.TrimSpace(p.MediaType))
+	return mt == "text/html" || mt == "application/xhtml+xml"
+}
+
+// DecodeText turns the raw bytes of one text part (transfer-encoded, in its
+// charset) into clean UTF-8 text for a model: it undoes the transfer
+// encoding, converts the charset, turns HTML into text (HTMLToText), unwraps
+// format=flowed text, sanitises (Sanitize), normalises line endings to \n,
+// trims trailing spaces and collapses runs of blank lines.
+//
+// It never fails. Problems (an unknown charset, broken base64, a part larger
+// than MaxPartBytes, a read error) come back as warnings, which are
+// sentences a person or a model can read; the text is then a best effort.
+func DecodeText(r io.Reader, p Part) (text string, warnings []string) {
+	raw, err := io.ReadAll(io.LimitReader(r, MaxPartBytes+1))
+	var w warnList
+	if err != nil {
+		w.add("Reading the part failed, so the text may be incomplete.")
+	}
+	if len(raw) > MaxPartBytes {
+		raw = raw[:MaxPartBytes]
+		w.add(fmt.Sprintf("The part is larger than %d MiB; only the first %d MiB were decoded.", MaxPartBytes>>20, MaxPartBytes>>20))
+	}
+	text = decodeText(raw, p, &w)
+	return text, w.result()
+}
+
+// decodeText is DecodeText on bytes already read.
+func decodeText(raw []byte, p Part, w *warnList) string {
+	data, problem := transferDecode(raw, p.Encoding)
+	switch problem {
+	case transferBadBase64:
+		w.add("The part has invalid base64 data; it was decoded as far as possible.")
+	case transferUnknown:
+		w.add(fmt.Sprintf("The transfer encoding %s is unknown; the part was read as it is.", quoteValue(p.Encoding)))
+	}
+
+	mt := strings.ToLower(strings.TrimSpace(p.MediaType))
+	html := p.isHTML()
+	if mt != "" && !strings.HasPrefix(mt, "text/") && !html {
+		w.add(fmt.Sprintf("The part has the media type %s, not text; it was read as plain text.", quoteValue(mt)))
+	}
+
+	label := p.Charset
+	if html && (normCharset(label) == "" || normCharset(label) == "us-ascii") {
+		if sniffed := sniffHTMLCharset(data); sniffed != "" {
+			label = sniffed
+		}
+	}
+	s, guess, ok := decodeCharset(data, label)
+	if !ok {
+		w.add(fmt.Sprintf("The charset %s is unknown; the text was decoded as %s and may be garbled.", quoteValue(label), guess))
+	}
+
+	if html {
+		text, hidden := htmlToText(s)
+		if hidden > 0 {
+			w.add(fmt.Sprintf("%d hidden HTML element(s) (display:none, visibility:hidden or the hidden attribute) were left out.", hidden))
+		}
+		return text
+	}
+	if strings.EqualFold(strings.TrimSpace(p.Format), "flowed") {
+		s = unflow(s, p.DelSp)
+	}
+	return normalizeText(Sanitize(s))
+}
+
+// unflow joins the soft line breaks of RFC 3676 format=flowed text: a line
+// ending in a space continues on the next line of the same quote depth.
+// Space-stuffing is removed; the signature separator "-- " stays a line.
+func unflow(s string, delsp bool) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	open := false // the previous line was flowed and is waiting for its continuation
+	openDepth := 0
+	for line := range strings.Lines(s) {
+		line = strings.TrimRight(line, "\r\n")
+		depth := 0
+		for depth < len(line) && line[depth] == '>' {
+			depth++
+		}
+		content := line[depth:]
+		content = strings.TrimPrefix(content, " ") // space-stuffing
+		if open && depth != openDepth {
+			b.WriteByte('\n') // a quote depth change ends a paragraph
+			open = false
+		}
+		if !open && depth > 0 {
+			b.WriteString(strings.Repeat(">", depth))
+			b.WriteByte(' ')
+		}
+		flowed := strings.HasSuffix(content, " ") && content != "-- "
+		if flowed && delsp {
+			content = content[:len(content)-1]
+		}
+		b.WriteString(content)
+		if flowed {
+			open, openDepth = true, depth
+		} else {
+			b.WriteByte('\n')
+			open = false
+		}
+	}
+	return b.String()
+}
+
+// warnList collects warnings, without duplicates and at most maxWarnings.
+type warnList struct {
+	list    []string
+	dropped int
+}
+
+const maxWarnings = 20
+
+func (w *warnList) add(msg string) {
+	for _, m := range w.list {
+		if m == msg {
+			return
+		}
+	}
+	if len(w.list) >= maxWarnings {
+		w.dropped++
+		return
+	}
+	w.list = append(w.list, Sanitize(msg))
+}
+
+func (w *warnList) result() []string {
+	if w.dropped > 0 {
+		return append(w.list, fmt.Sprintf("%d more warning(s) were left out.", w.dropped))
+	}
+	return w.list
+}
+
+// quoteValue quotes a sender-controlled value for a warning: one line,
+// sanitised, at most 40 runes.
+func quoteValue(v string) string {
+	v = SanitizeLine(v)
+	if utf8.RuneCountInString(v) > 40 {
+		v, _, _ = Truncate(v, 0, 39)
+		v += "…"
+	}
+	return fmt.Sprintf("%q", v)
+}
+
+var errNoHeader = errors.New("mailmsg: the message has no readable header")

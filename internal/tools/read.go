@@ -1,0 +1,286 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+)
+
+// FoldersResult is imap_list_folders' structured result.
+type FoldersResult struct {
+	Folders []mailbox.Folder `json:"folders"`
+}
+
+// ListFolders is imap_list_folders.
+func ListFolders(d Deps) Tool {
+	def := mcp.NewTool("imap_list_folders",
+		mcp.WithDescription("List every folder of the mailbox with its role (inbox, sent, drafts, trash, junk, archive, all, flagged), whether it can be opened, and its total and unread message counts. Changes nothing."),
+		credentialsArg(),
+		mcp.WithOutputSchema[FoldersResult](),
+		annotations("List folders", true, false, true, true),
+	)
+	return Tool{Def: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := bind[struct {
+			Credentials string `json:"credentials"`
+		}](req)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		creds, err := d.credentialsFor(ctx, args.Credentials)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		reqlog.FromContext(ctx).SetUser(creds.User)
+		folders, err := d.Mailbox.ListFolders(ctx, creds)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%d folders:\n", len(folders))
+		for _, f := range folders {
+			role := ""
+			if f.Role != "" {
+				role = " [" + f.Role + "]"
+			}
+			if !f.Selectable {
+				role += " (cannot be opened)"
+			}
+			fmt.Fprintf(&b, "- %s%s: %d messages, %d unread\n", f.Name, role, f.Total, f.Unread)
+		}
+		return ok(FoldersResult{Folders: folders}, b.String()), nil
+	}}
+}
+
+type listArgs struct {
+	Credentials string `json:"credentials"`
+	Folder      string `json:"folder"`
+	Limit       int    `json:"limit"`
+	Cursor      string `json:"cursor"`
+}
+
+func pagingOptions() []mcp.ToolOption {
+	return []mcp.ToolOption{
+		mcp.WithString("folder", mcp.Description("Folder name as returned by imap_list_folders (default INBOX)."), mcp.MaxLength(1000)),
+		mcp.WithNumber("limit", mcp.Description(fmt.Sprintf("How many messages (default %d, at most %d).", mailbox.DefaultLimit, mailbox.MaxLimit)), mcp.Min(1), mcp.Max(mailbox.MaxLimit)),
+		mcp.WithString("cursor", mcp.Description("next_cursor of the previous page, to get the next (older) page."), mcp.MaxLength(2000)),
+	}
+}
+
+// ListEmails is imap_list_emails.
+func ListEmails(d Deps) Tool {
+	opts := []mcp.ToolOption{
+		mcp.WithDescription("List the messages of a folder, newest first, a page at a time: sender, recipients, subject, date, flags, size, whether it has attachments and a short preview. Pass next_cursor to get the next (older) page. Also returns the folder's total and unread counts. Never marks anything as read."),
+		credentialsArg(),
+	}
+	opts = append(opts, pagingOptions()...)
+	opts = append(opts, mcp.WithOutputSchema[mailbox.Page](), annotations("List emails", true, false, true, true))
+	def := mcp.NewTool("imap_list_emails", opts...)
+	return Tool{Def: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := bind[listArgs](req)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		creds, err := d.credentialsFor(ctx, args.Credentials)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		reqlog.FromContext(ctx).SetUser(creds.User)
+		page, err := d.Mailbox.ListEmails(ctx, creds, mailbox.ListOptions{Folder: args.Folder, Limit: args.Limit, Cursor: args.Cursor})
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		return ok(page, pageText(page, "")), nil
+	}}
+}
+
+type searchArgs struct {
+	listArgs
+	Text     string `json:"text"`
+	From     string `json:"from"`
+	To       string `json:"to"`
+	Cc       string `json:"cc"`
+	Subject  string `json:"subject"`
+	Body     string `json:"body"`
+	Since    string `json:"since"`
+	Before   string `json:"before"`
+	Seen     *bool  `json:"seen"`
+	Flagged  *bool  `json:"flagged"`
+	Answered *bool  `json:"answered"`
+	Larger   int64  `json:"larger"`
+	Smaller  int64  `json:"smaller"`
+}
+
+// SearchEmails is imap_search_emails.
+func SearchEmails(d Deps) Tool {
+	opts := []mcp.ToolOption{
+		mcp.WithDescription("Search a folder on the mail server. All given criteria must match (AND). Text criteria are case-insensitive substrings and may be in any language. Results are newest first, a page at a time (pass next_cursor for more); matched says how many messages match in all. Never marks anything as read."),
+		credentialsArg(),
+		mcp.WithString("text", mcp.Description("Anywhere in the headers or body."), mcp.MaxLength(1000)),
+		mcp.WithString("from", mcp.Description("In the From header (name or address)."), mcp.MaxLength(1000)),
+		mcp.WithString("to", mcp.Description("In the To header."), mcp.MaxLength(1000)),
+		mcp.WithString("cc", mcp.Description("In the Cc header."), mcp.MaxLength(1000)),
+		mcp.WithString("subject", mcp.Description("In the subject."), mcp.MaxLength(1000)),
+		mcp.WithString("body", mcp.Description("In the body text."), mcp.MaxLength(1000)),
+		mcp.WithString("since", mcp.Description("On or after this date: YYYY-MM-DD or RFC 3339 (only the date counts).")),
+		mcp.WithString("before", mcp.Description("Before this date: YYYY-MM-DD or RFC 3339 (only the date counts).")),
+		mcp.WithBoolean("seen", mcp.Description("true: only read messages; false: only unread.")),
+		mcp.WithBoolean("flagged", mcp.Description("true: only flagged (starred); false: only not flagged.")),
+		mcp.WithBoolean("answered", mcp.Description("true: only answered; false: only not answered.")),
+		mcp.WithNumber("larger", mcp.Description("Only messages larger than this many bytes."), mcp.Min(0)),
+		mcp.WithNumber("smaller", mcp.Description("Only messages smaller than this many bytes."), mcp.Min(0)),
+	}
+	opts = append(opts, pagingOptions()...)
+	opts = append(opts, mcp.WithOutputSchema[mailbox.Page](), annotations("Search emails", true, false, true, true))
+	def := mcp.NewTool("imap_search_emails", opts...)
+	return Tool{Def: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := bind[searchArgs](req)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		q := mailbox.Query{Text: args.Text, From: args.From, To: args.To, Cc: args.Cc, Subject: args.Subject, Body: args.Body,
+			Seen: args.Seen, Flagged: args.Flagged, Answered: args.Answered, Larger: args.Larger, Smaller: args.Smaller}
+		if q.Since, err = parseDate("since", args.Since); err != nil {
+			return d.fail(ctx, err), nil
+		}
+		if q.Before, err = parseDate("before", args.Before); err != nil {
+			return d.fail(ctx, err), nil
+		}
+		creds, err := d.credentialsFor(ctx, args.Credentials)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		reqlog.FromContext(ctx).SetUser(creds.User)
+		page, err := d.Mailbox.Search(ctx, creds, q, mailbox.ListOptions{Folder: args.Folder, Limit: args.Limit, Cursor: args.Cursor})
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		return ok(page, pageText(page, "search")), nil
+	}}
+}
+
+// parseDate accepts YYYY-MM-DD or RFC 3339; IMAP only uses the date.
+func parseDate(name, s string) (time.Time, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return time.Time{}, nil
+	}
+	if t, err := time.Parse(time.DateOnly, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	return time.Time{}, badInput("%s: %q is not a date; use YYYY-MM-DD (e.g. 2026-01-31) or RFC 3339 (e.g. 2026-01-31T09:00:00Z)", name, s)
+}
+
+func pageText(p *mailbox.Page, kind string) string {
+	var b strings.Builder
+	if kind == "search" && p.Matched != nil {
+		fmt.Fprintf(&b, "%d matching messages in %s (showing %d, newest first).\n", *p.Matched, p.Folder, len(p.Messages))
+	} else {
+		fmt.Fprintf(&b, "%s: %d messages, %d unread (showing %d, newest first).\n", p.Folder, p.Total, p.Unread, len(p.Messages))
+	}
+	for _, m := range p.Messages {
+		from := "(unknown sender)"
+		if m.From != nil {
+			from = m.From.Email
+			if m.From.Name != "" {
+				from = m.From.Name + " <" + m.From.Email + ">"
+			}
+		}
+		marks := ""
+		if !m.Flags.Seen {
+			marks += " [unread]"
+		}
+		if m.Flags.Flagged {
+			marks += " [flagged]"
+		}
+		if m.HasAttachments {
+			marks += " [attachments]"
+		}
+		fmt.Fprintf(&b, "- uid %d | %s | %s | %s%s\n", m.UID, m.Date.Format("2006-01-02 15:04"), from, m.Subject, marks)
+	}
+	if p.NextCursor != "" {
+		fmt.Fprintf(&b, "More: pass cursor=%s\n", p.NextCursor)
+	}
+	return b.String()
+}
+
+type readArgs struct {
+	Credentials string `json:"credentials"`
+	Folder      string `json:"folder"`
+	UID         int64  `json:"uid"`
+	MaxChars    int    `json:"max_chars"`
+	Offset      int    `json:"offset"`
+}
+
+// ReadEmail is imap_read_email.
+func ReadEmail(d Deps) Tool {
+	def := mcp.NewTool("imap_read_email",
+		mcp.WithDescription("Read one message: headers, flags, the text body (plain text preferred; HTML converted to readable text with links kept), and the list of attachments (name, type, size, part id; their content is not returned). Long bodies are cut at max_chars: continue with offset=next_offset. Reading never marks the message as read."),
+		credentialsArg(),
+		mcp.WithString("folder", mcp.Description("Folder name (default INBOX)."), mcp.MaxLength(1000)),
+		mcp.WithNumber("uid", mcp.Required(), mcp.Description("The message UID, from imap_list_emails or imap_search_emails."), mcp.Min(1)),
+		mcp.WithNumber("max_chars", mcp.Description(fmt.Sprintf("Most characters of body text to return (default %d).", mailbox.DefaultMaxChars)), mcp.Min(1), mcp.Max(mailbox.MaxMaxChars)),
+		mcp.WithNumber("offset", mcp.Description("Character offset to start the body at (from next_offset)."), mcp.Min(0)),
+		mcp.WithOutputSchema[mailbox.Message](),
+		annotations("Read email", true, false, true, true),
+	)
+	return Tool{Def: def, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, err := bind[readArgs](req)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		if args.UID <= 0 || args.UID > 1<<32-1 {
+			return d.fail(ctx, badInput("uid must be a positive message UID (from imap_list_emails or imap_search_emails)")), nil
+		}
+		creds, err := d.credentialsFor(ctx, args.Credentials)
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		reqlog.FromContext(ctx).SetUser(creds.User)
+		msg, err := d.Mailbox.Read(ctx, creds, mailbox.ReadOptions{Folder: args.Folder, UID: uint32(args.UID), MaxChars: args.MaxChars, Offset: args.Offset})
+		if err != nil {
+			return d.fail(ctx, err), nil
+		}
+		return ok(msg, messageText(msg)), nil
+	}}
+}
+
+func addrList(as []mailbox.Address) string {
+	s := make([]string, len(as))
+	for i, a := range as {
+		s[i] = a.Email
+		if a.Name != "" {
+			s[i] = a.Name + " <" + a.Email + ">"
+		}
+	}
+	return strings.Join(s, ", ")
+}
+
+func messageText(m *mailbox.Message) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "From: %s\nTo: %s\n", addrList(m.From), addrList(m.To))
+	if len(m.Cc) > 0 {
+		fmt.Fprintf(&b, "Cc: %s\n", addrList(m.Cc))
+	}
+	fmt.Fprintf(&b, "Subject: %s\nDate: %s\nUID: %d in %s\n", m.Subject, m.Date.Format(time.RFC1123Z), m.UID, m.Folder)
+	for _, a := range m.Attachments {
+		fmt.Fprintf(&b, "Attachment: %s (%s, %d bytes, part %s)\n", a.Filename, a.ContentType, a.Size, a.PartID)
+	}
+	b.WriteString("\n")
+	b.WriteString(m.Text)
+	if m.Truncated {
+		fmt.Fprintf(&b, "\n\n[truncated: %d of %d characters shown; continue with offset=%d]", len([]rune(m.Text)), m.TotalChars, m.NextOffset)
+	}
+	for _, w := range m.Warnings {
+		fmt.Fprintf(&b, "\n[warning: %s]", w)
+	}
+	return b.String()
+}

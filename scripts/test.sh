@@ -1,0 +1,266 @@
+#!/usr/bin/env bash
+# test.sh - the test command of the project: formatting, vet, and every test,
+# including the integration tests against a real Dovecot/Postfix stack
+# (scripts/mailstack.sh, started by internal/mailtest).
+#
+#   scripts/test.sh                          gofmt -l, go vet ./..., go test -race -count=1 ./...
+#   scripts/test.sh -run Foo ./internal/...  extra args go to go test (and the
+#                                            packages named also scope vet/gofmt)
+#
+# The integration tests need root and the Debian packages dovecot-core
+# dovecot-imapd dovecot-lmtpd postfix (plus openssl, python3). Run as root on a
+# machine without them, this script installs them (apt-get); otherwise it
+# says what to install and those tests skip - unless CI=true, where they fail.
+#
+# Output: one line per test and subtest (--- PASS/FAIL/SKIP, with the reason
+# of a skip), one ok/FAIL line per package, the full output of every failing
+# test or package (panics, build errors), and a closing line
+#   N passed, N failed, N skipped
+# The exit status is non-zero if gofmt, vet or any test failed.
+#
+# Environment: CI (passed on to the tests), TEST_SHORT=1 (go test -short),
+# TEST_KEEP_LOG=1 (keep the full go test -json log, path printed at the end).
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
+export PATH="$PATH:/usr/local/go/bin:/usr/sbin:/sbin"
+[ -n "${CI+x}" ] && export CI
+
+step() { printf '\n==> %s\n' "$*"; }
+
+# --- system packages ----------------------------------------------------------
+MAIL_PKGS="dovecot-core dovecot-imapd dovecot-lmtpd postfix"
+missing_pkgs() {
+  local p
+  for p in $MAIL_PKGS openssl python3; do
+    dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || printf '%s ' "$p"
+  done
+  # go test -race needs cgo, hence a C compiler
+  command -v "$(go env CC 2>/dev/null || echo gcc)" >/dev/null 2>&1 || printf 'gcc libc6-dev '
+}
+
+if command -v dpkg-query >/dev/null && command -v apt-get >/dev/null; then
+  missing=$(missing_pkgs)
+  if [ -n "$missing" ]; then
+    if [ "$(id -u)" = 0 ]; then
+      step "installing: $missing"
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update || exit 1
+      # keeps the postfix package from writing /etc/postfix/main.cf
+      echo 'postfix postfix/main_mailer_type select No configuration' | debconf-set-selections || exit 1
+      # shellcheck disable=SC2086
+      apt-get install -y --no-install-recommends $missing || exit 1
+    else
+      step "missing packages: $missing"
+      echo "The mail stack integration tests will skip (or fail if CI=true). Install as root with:"
+      echo "  echo 'postfix postfix/main_mailer_type select No configuration' | debconf-set-selections"
+      echo "  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $missing"
+      echo "and run the tests as root (the stack's daemons need it)."
+    fi
+  fi
+elif ! command -v dovecot >/dev/null || ! command -v postfix >/dev/null; then
+  step "no dpkg/apt-get: install Dovecot 2.3 (imapd, lmtpd) and Postfix yourself; the mail stack tests will skip"
+fi
+
+# --- arguments: go test flags, and packages if any are named ------------------
+pkgs=() flags=()
+for a in "$@"; do
+  case "$a" in
+    .|./*|../*|/*|github.com/*|all) pkgs+=("$a") ;;
+    *) flags+=("$a") ;;
+  esac
+done
+scoped=1
+if [ ${#pkgs[@]} -eq 0 ]; then pkgs=(./...); scoped=0; fi
+test_flags=(-count=1)
+if [ "$(go env CGO_ENABLED)" = 1 ]; then
+  test_flags+=(-race)
+else
+  echo "WARNING: cgo is disabled (no C compiler?): running the tests without -race" >&2
+fi
+[ "${TEST_SHORT:-}" = 1 ] && test_flags+=(-short)
+
+failed_steps=()
+
+# --- gofmt --------------------------------------------------------------------
+step "gofmt -l"
+if [ $scoped = 0 ]; then
+  fmt_targets=(.)
+else
+  # only the directories of the packages named (not recursive)
+  mapfile -t fmt_targets < <(go list -e -f '{{.Dir}}' "${pkgs[@]}" 2>/dev/null \
+    | while read -r d; do find "$d" -maxdepth 1 -name '*.go' -type f; done)
+fi
+unformatted=""
+if [ ${#fmt_targets[@]} -gt 0 ]; then
+  unformatted=$("$(go env GOROOT)/bin/gofmt" -l "${fmt_targets[@]}" 2>&1)
+fi
+if [ -n "$unformatted" ]; then
+  echo "$unformatted"
+  echo "FAIL: files above need gofmt (run: gofmt -w FILE)"
+  failed_steps+=(gofmt)
+else
+  echo "ok"
+fi
+
+# --- go vet -------------------------------------------------------------------
+step "go vet ${pkgs[*]}"
+if go vet "${pkgs[@]}"; then echo "ok"; else echo "FAIL: go vet"; failed_steps+=("go vet"); fi
+
+# --- go test ------------------------------------------------------------------
+step "go test ${test_flags[*]}${flags[*]:+ ${flags[*]}} ${pkgs[*]}"
+log=$(mktemp "${TMPDIR:-/tmp}/mailbox-mcp-test.XXXXXX")
+counts=$(mktemp "${TMPDIR:-/tmp}/mailbox-mcp-counts.XXXXXX")
+
+if command -v python3 >/dev/null; then
+  # go test -json -> readable, short output (see the header)
+  FILTER=$(cat <<'PYEOF'
+import json, sys
+
+log = open(sys.argv[1], "w")
+counts_file = sys.argv[2]
+FRAMING = ("=== RUN", "=== PAUSE", "=== CONT", "=== NAME")
+pkgs = {}          # package -> state
+build_out = {}     # import path -> [lines]
+npass = nfail = nskip = 0
+failed_names = []
+
+def state(p):
+    if p not in pkgs:
+        pkgs[p] = {"order": [], "tests": {}, "out": []}
+    return pkgs[p]
+
+def emit(s=""):
+    sys.stdout.write(s + "\n")
+
+def body(lines, indent, limit=None):
+    lines = [l for l in lines if not l.lstrip().startswith(FRAMING) and not l.lstrip().startswith("--- ")]
+    if limit is not None and len(lines) > limit:
+        lines = lines[:limit] + ["... (%d more lines)" % (len(lines) - limit)]
+    for l in lines:
+        emit(indent + l.rstrip("\n"))
+
+def finish(pkg, action, ev):
+    global npass, nfail, nskip
+    st = pkgs.pop(pkg, {"order": [], "tests": {}, "out": []})
+    tests = st["tests"]
+    pkg_test_fail = False
+    for name in st["order"]:
+        t = tests[name]
+        depth = name.count("/")
+        ind = "    " * depth
+        res = t["result"]
+        el = " (%.2fs)" % t["elapsed"] if t["elapsed"] is not None else ""
+        if res == "pass":
+            npass += 1
+            emit("%s--- PASS: %s%s" % (ind, name, el))
+        elif res == "skip":
+            nskip += 1
+            emit("%s--- SKIP: %s%s" % (ind, name, el))
+            body(t["out"], ind + "    ", limit=10)
+        else:
+            nfail += 1
+            pkg_test_fail = True
+            failed_names.append("%s %s" % (pkg, name))
+            what = "FAIL" if res == "fail" else "FAIL (did not finish: panic, timeout or exit)"
+            emit("%s--- %s: %s%s" % (ind, what, name, el))
+            body(t["out"], ind + "    ")
+    summary = [l for l in st["out"] if l.startswith(("ok ", "ok\t", "FAIL\t", "?   ", "--- FAIL"))]
+    if action == "fail":
+        if ev.get("FailedBuild"):
+            key = ev["FailedBuild"]
+            lines = build_out.pop(key, None)
+            if lines is None:
+                lines = [l for k in list(build_out) for l in build_out.pop(k)]
+            for l in lines:
+                emit("    " + l.rstrip("\n"))
+        # everything the package printed outside tests (TestMain, init, panics)
+        other = [l for l in st["out"] if l not in summary and l.strip() not in ("FAIL", "PASS")]
+        for l in other:
+            emit("    " + l.rstrip("\n"))
+        if not pkg_test_fail:
+            nfail += 1
+            failed_names.append("%s (package)" % pkg)
+    for l in summary:
+        if not l.startswith("--- FAIL"):
+            emit(l.rstrip("\n"))
+    if action == "fail" and not any(l.startswith("FAIL") for l in summary):
+        emit("FAIL\t%s" % pkg)
+    sys.stdout.flush()
+
+for raw in sys.stdin:
+    log.write(raw)
+    try:
+        ev = json.loads(raw)
+    except ValueError:
+        emit(raw.rstrip("\n"))  # not from test2json: pass it on
+        continue
+    a = ev.get("Action")
+    if a in ("build-output", "build-fail"):
+        if a == "build-output":
+            build_out.setdefault(ev.get("ImportPath", ""), []).append(ev.get("Output", ""))
+        continue
+    pkg = ev.get("Package", "")
+    test = ev.get("Test")
+    st = state(pkg)
+    if test:
+        t = st["tests"].get(test)
+        if t is None:
+            t = st["tests"][test] = {"result": None, "elapsed": None, "out": []}
+            st["order"].append(test)
+        if a == "output":
+            t["out"].append(ev.get("Output", ""))
+        elif a in ("pass", "fail", "skip"):
+            t["result"] = a
+            t["elapsed"] = ev.get("Elapsed")
+    else:
+        if a == "output":
+            st["out"].append(ev.get("Output", ""))
+        elif a in ("pass", "fail", "skip"):
+            finish(pkg, a, ev)
+
+for pkg in list(pkgs):  # go test died before reporting these
+    finish(pkg, "fail", {})
+for k in list(build_out):  # build errors not tied to a package result
+    for l in build_out.pop(k):
+        emit(l.rstrip("\n"))
+log.close()
+if failed_names:
+    emit("")
+    emit("Failed:")
+    for n in failed_names:
+        emit("  " + n)
+with open(counts_file, "w") as f:
+    f.write("%d passed, %d failed, %d skipped\n" % (npass, nfail, nskip))
+sys.exit(1 if nfail else 0)
+PYEOF
+)
+  go test -json "${test_flags[@]}" "${flags[@]}" "${pkgs[@]}" | python3 -u -c "$FILTER" "$log" "$counts"
+  st=("${PIPESTATUS[@]}")
+  test_status=${st[0]}
+  if [ "${st[1]}" != 0 ] && [ "$test_status" = 0 ]; then test_status=1; fi
+else
+  # no python3: plain go test -v, filtered with grep/awk
+  echo "(python3 not found: falling back to go test -v | grep)"
+  go test -v "${test_flags[@]}" "${flags[@]}" "${pkgs[@]}" >"$log" 2>&1
+  test_status=$?
+  grep -E '^\s*--- (PASS|FAIL|SKIP)|^(ok|FAIL|\?)\s|^panic:' "$log"
+  if [ "$test_status" != 0 ]; then
+    echo; echo "=== full go test output ==="; cat "$log"
+  fi
+  awk -v ts="$test_status" '/^[[:space:]]*--- PASS/ { p++ } /^[[:space:]]*--- FAIL/ { f++ } /^[[:space:]]*--- SKIP/ { s++ }
+       END { if (!f && ts != 0) f = 1; printf "%d passed, %d failed, %d skipped\n", p, f, s }' "$log" >"$counts"
+fi
+[ "$test_status" != 0 ] && failed_steps+=("go test")
+
+if [ "${TEST_KEEP_LOG:-}" = 1 ]; then
+  echo; echo "full go test log: $log"
+else
+  rm -f "$log"
+fi
+echo
+if [ ${#failed_steps[@]} -gt 0 ]; then echo "FAILED: ${failed_steps[*]}"; fi
+# the closing line
+if [ -s "$counts" ]; then cat "$counts"; else echo "0 passed, 1 failed, 0 skipped"; failed_steps+=("go test"); fi
+rm -f "$counts"
+[ ${#failed_steps[@]} -eq 0 ]
