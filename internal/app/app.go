@@ -62,7 +62,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
 		server.WithInputSchemaValidation(),
-		server.WithToolHandlerMiddleware(tools.Middleware),
+		server.WithToolHandlerMiddleware(tools.Middleware(log.With("component", "tools"))),
 	)
 	if err := tools.Register(mcpServer, tools.All(deps)); err != nil {
 		mb.Close(context.Background())
@@ -81,6 +81,9 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	}, streamable)
 	return &App{cfg: cfg, log: log, mailbox: mb, handler: handler}, nil
 }
+
+// PoolStats reports the IMAP connection pool's counters.
+func (a *App) PoolStats() pool.Stats { return a.mailbox.Stats() }
 
 // Handler is the gateway's HTTP handler (for tests and embedding).
 func (a *App) Handler() http.Handler { return a.handler }

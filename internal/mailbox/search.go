@@ -29,8 +29,15 @@ func (q Query) empty() bool {
 
 // key identifies the query for binding cursors to it.
 func (q Query) key() string {
-	return queryKey(fmt.Sprintf("%q", []any{q.Text, q.From, q.To, q.Cc, q.Subject, q.Body,
-		q.Since.Format(time.DateOnly), q.Before.Format(time.DateOnly), q.Seen, q.Flagged, q.Answered, q.Larger, q.Smaller}))
+	tri := func(b *bool) string {
+		if b == nil {
+			return "-"
+		}
+		return fmt.Sprint(*b)
+	}
+	return queryKey(fmt.Sprintf("%q", []string{q.Text, q.From, q.To, q.Cc, q.Subject, q.Body,
+		q.Since.Format(time.DateOnly), q.Before.Format(time.DateOnly), tri(q.Seen), tri(q.Flagged), tri(q.Answered),
+		fmt.Sprint(q.Larger), fmt.Sprint(q.Smaller)}))
 }
 
 func (q Query) criteria() *imap.SearchCriteria {

@@ -385,7 +385,9 @@ func splitMultipart(body []byte, boundary string) [][]byte {
 		if closing || len(parts) >= maxParts+1 {
 			return parts
 		}
-		start, pos, found = after, after, false
+		// The line break ending this delimiter line may start the next one
+		// (an empty part).
+		start, pos, found = after, max(after-1, 0), false
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -148,20 +149,31 @@ func bind[T any](req mcp.CallToolRequest) (T, error) {
 
 var errNoArgs = errors.New("no arguments")
 
-// Middleware records each call's tool name and outcome for the request log.
-func Middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		rec := reqlog.FromContext(ctx)
-		rec.SetTool(req.Params.Name)
-		res, err := next(ctx, req)
-		switch {
-		case err != nil:
-			rec.SetOutcome("internal")
-		case res != nil && res.IsError:
-			rec.SetOutcome("error")
-		default:
-			rec.SetOutcome("ok")
+// Middleware records each call's tool name and outcome for the request log,
+// and turns a panic in a handler into a generic error with the stack in the
+// log: one bad message must never take the gateway down.
+func Middleware(log *slog.Logger) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (res *mcp.CallToolResult, err error) {
+			rec := reqlog.FromContext(ctx)
+			rec.SetTool(req.Params.Name)
+			defer func() {
+				if v := recover(); v != nil {
+					log.ErrorContext(ctx, "panic in tool handler", "tool", req.Params.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+					rec.SetOutcome("panic")
+					res, err = nil, errors.New("internal error")
+				}
+			}()
+			res, err = next(ctx, req)
+			switch {
+			case err != nil:
+				rec.SetOutcome("internal")
+			case res != nil && res.IsError:
+				rec.SetOutcome("error")
+			default:
+				rec.SetOutcome("ok")
+			}
+			return res, err
 		}
-		return res, err
 	}
 }
