@@ -487,4 +487,3 @@ func TestWrongPasswordThenRight(t *testing.T) {
 		t.Errorf("pool opened %d connections, want 1 (the failed login must not be pooled)", st.Opened)
 	}
 }
-

@@ -290,4 +290,3 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		}
 	}
 }
-

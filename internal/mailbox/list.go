@@ -309,4 +309,3 @@ func (conn *Conn) sel(folder string, readOnly bool) error {
 	conn.selected, conn.selectedRW, conn.uidValidity = folder, !readOnly, data.UIDValidity
 	return nil
 }
-
