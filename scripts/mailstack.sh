@@ -40,8 +40,8 @@
 #   mailstack.sh restart-dovecot DIR  stop only Dovecot (drops every IMAP
 #                                     connection) and start it again with the
 #                                     same config; wait until IMAP answers.
-#                                     Postfix keeps running (LMTP deliveries
-#                                     in between are deferred and retried).
+#                                     Postfix keeps running; mail it could not
+#                                     hand over meanwhile (deferred) is flushed.
 #   mailstack.sh kick DIR USER        doveadm kick USER: drop USER's IMAP
 #                                     connections, wait until they are gone
 #                                     (a user with no connections is not an
@@ -532,6 +532,9 @@ cmd_restart_dovecot() {
   [ -S "$D/run/auth-postfix" ] || die "dovecot auth socket for postfix missing"
   dpid=$(dovecot_pid "$D")
   sed -i "s/^MAILSTACK_DOVECOT_PID=.*/MAILSTACK_DOVECOT_PID=$dpid/" "$D/mailstack.env"
+  # deliveries that failed while LMTP was down wait for Postfix's backoff
+  # (minutes); retry them now
+  if alive "$(postfix_pid "$D")"; then postqueue -c "$D/etc/postfix" -f >/dev/null 2>&1 || true; fi
   echo "dovecot restarted (pid $dpid)"
 }
 

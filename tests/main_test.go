@@ -5,6 +5,7 @@ package tests
 import (
 	"context"
 	"net"
+	"os"
 	"strconv"
 	"sync"
 	"testing"
@@ -76,7 +77,13 @@ func startGateway(t testing.TB, s *mailtest.Stack, env ...string) *gateway {
 	t.Cleanup(func() {
 		if t.Failed() {
 			l := logs.String()
-			t.Logf("gateway log (last 20 KB):\n%s", l[max(0, len(l)-20000):])
+			f, err := os.CreateTemp("", "gateway-*.log")
+			if err == nil {
+				f.WriteString(l)
+				f.Close()
+				t.Logf("full gateway log: %s", f.Name())
+			}
+			t.Logf("gateway log (last 8 KB):\n%s", l[max(0, len(l)-8000):])
 		}
 		cancel()
 		if err := <-done; err != nil {

@@ -116,44 +116,50 @@ func dial(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn
 		}
 		netConn = tc
 	}
-	// Until the client exists, the deadline is enforced on the socket.
-	if dl, ok := ctx.Deadline(); ok {
-		netConn.SetDeadline(dl)
+	// Until the login is done, ctx ending closes the socket: go-imap sets
+	// its own read deadlines, so a deadline on the socket would not hold.
+	stop := context.AfterFunc(ctx, func() { netConn.Close() })
+	conn, err := greetAndLogin(netConn, opts, cfg.Security, creds)
+	if !stop() {
+		if conn != nil {
+			conn.Close()
+		}
+		return nil, contextError(ctx)
 	}
+	if err != nil {
+		netConn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
+
+// greetAndLogin waits for the greeting (and upgrades with STARTTLS when
+// asked), then logs in. It blocks until done or the socket is closed.
+func greetAndLogin(netConn net.Conn, opts *imapclient.Options, security Security, creds credentials.Credentials) (*Conn, error) {
 	var c *imapclient.Client
-	if cfg.Security == StartTLS {
-		c, err = imapclient.NewStartTLS(netConn, opts)
-		if err != nil {
-			netConn.Close()
-			if ctx.Err() != nil {
-				return nil, contextError(ctx)
-			}
-			return nil, mailerr.Wrap(mailerr.Unavailable, err, "could not start TLS with the mail server")
+	if security == StartTLS {
+		var err error
+		if c, err = imapclient.NewStartTLS(netConn, opts); err != nil {
+			return nil, mailerr.Wrap(mailerr.Unavailable, err, "could not start TLS with the mail server (STARTTLS)")
 		}
 	} else {
 		c = imapclient.New(netConn, opts)
 	}
 	conn := &Conn{c: c}
-	err = bridge(ctx, conn, func() error {
-		if err := c.WaitGreeting(); err != nil {
-			return mailerr.Wrap(mailerr.Unavailable, err, "the mail server did not greet properly")
-		}
-		if c.State() == imap.ConnStateAuthenticated {
-			return nil // PREAUTH (only possible without STARTTLS)
-		}
-		if c.Caps().Has(imap.CapLoginDisabled) {
-			return mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
-		}
-		if err := c.Login(creds.User, creds.Password()).Wait(); err != nil {
-			return loginError(err)
-		}
-		return nil
-	})
-	// From here on, deadlines come from each operation's context.
-	netConn.SetDeadline(time.Time{})
-	if err != nil {
+	if err := c.WaitGreeting(); err != nil {
 		conn.Close()
-		return nil, err
+		return nil, mailerr.Wrap(mailerr.Unavailable, err, "the mail server did not greet properly")
+	}
+	if c.State() == imap.ConnStateAuthenticated {
+		return conn, nil // PREAUTH (refused by go-imap after STARTTLS)
+	}
+	if c.Caps().Has(imap.CapLoginDisabled) {
+		conn.Close()
+		return nil, mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
+	}
+	if err := c.Login(creds.User, creds.Password()).Wait(); err != nil {
+		conn.Close()
+		return nil, loginError(err)
 	}
 	return conn, nil
 }

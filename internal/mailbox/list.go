@@ -97,14 +97,15 @@ func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, 
 	}
 	var page *Page
 	err = c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
-		if err := conn.examine(folder); err != nil {
+		mb, err := conn.examine(folder)
+		if err != nil {
 			return err
 		}
 		cl := conn.client()
 		status := cl.Status(folder, &imap.StatusOptions{NumMessages: true, NumUnseen: true, UIDValidity: true})
 		var set imap.SeqSet
 		if cur == nil {
-			n := cl.Mailbox().NumMessages
+			n := mb.NumMessages
 			if n > 0 {
 				// "*" rather than n: mail that arrived since the last
 				// command is included, and the server announces it first.
@@ -293,11 +294,20 @@ func readAtMost(r interface{ Read([]byte) (int, error) }, n int) []byte {
 
 // examine makes folder the connection's selected mailbox, read-only, unless
 // it already is: re-selecting costs time in proportion to the folder size.
-func (conn *Conn) examine(folder string) error {
-	if conn.selected == folder && !conn.selectedRW {
-		return nil
+// It returns the client's view of the mailbox. The client's own state is
+// the truth (the server can close the mailbox or the connection at any time).
+func (conn *Conn) examine(folder string) (*imapclient.SelectedMailbox, error) {
+	if mb := conn.client().Mailbox(); mb != nil && conn.selected == folder && !conn.selectedRW {
+		return mb, nil
 	}
-	return conn.sel(folder, true)
+	if err := conn.sel(folder, true); err != nil {
+		return nil, err
+	}
+	mb := conn.client().Mailbox()
+	if mb == nil {
+		return nil, mailerr.New(mailerr.Unavailable, "the mail server closed the folder unexpectedly; try again")
+	}
+	return mb, nil
 }
 
 func (conn *Conn) sel(folder string, readOnly bool) error {

@@ -90,7 +90,7 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 	}
 	var msg *Message
 	err := c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
-		if err := conn.examine(folder); err != nil {
+		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
 		m, bs, err := fetchHeaderAndStructure(conn.client(), folder, o.UID)

@@ -107,7 +107,7 @@ func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Qu
 	}
 	var page *Page
 	err = c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
-		if err := conn.examine(folder); err != nil {
+		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
 		cl := conn.client()

@@ -184,7 +184,9 @@ func decodeUTF7(b []byte) string {
 // WordDecoder returns a mime.WordDecoder that knows every charset this
 // package knows (for go-imap's Options.WordDecoder). It never fails on a
 // charset: an unknown one is decoded as UTF-8 if valid, else as
-// Windows-1252. Its output is not sanitised: pass it through SanitizeLine.
+// Windows-1252. The standard library decodes UTF-8, ISO-8859-1 (as true
+// Latin-1, not Windows-1252) and US-ASCII words itself. Its output is not
+// sanitised: pass it through SanitizeLine, or use DecodeHeader instead.
 func WordDecoder() *mime.WordDecoder {
 	return &mime.WordDecoder{CharsetReader: charsetReader}
 }

@@ -18,9 +18,11 @@
 //   - [HTMLToText], [Sanitize], [SanitizeLine], [Truncate], [Preview] for
 //     preparing text for the model.
 //
-// Everything these functions return is valid UTF-8 in NFC without C0/C1
-// controls (other than newline and tab), zero-width or bidi control
-// characters, including the warnings, which quote sender-controlled values.
-// The text is still untrusted content written by whoever sent the mail; the
-// caller must present it to the model as such.
+// The text, names and warnings that DecodeHeader, DecodeText, ParseMessage,
+// HTMLToText, Sanitize, SanitizeLine and Preview return are valid UTF-8 in
+// NFC, without C0/C1 controls (other than newline and tab), zero-width or bidi
+// control characters; warnings quote sender-controlled values only that way.
+// (Truncate cuts what it is given; WordDecoder is raw, for go-imap.) The text
+// is still untrusted content written by whoever sent the mail: the caller
+// must present it to the model as such.
 package mailmsg

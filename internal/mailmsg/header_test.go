@@ -35,7 +35,7 @@ var charsetSamples = []struct {
 	{"windows-1252", charmap.Windows1252, "“Smart quotes” – €5 … café"},
 	{"windows-1253", charmap.Windows1253, "Ελληνικά γράμματα"},
 	{"windows-1256", charmap.Windows1256, "مرحبا بالعالم"},
-	{"KOI8-R", charmap.KOI8R, "Привет, мир! Съешь ещё"},
+	{"KOI8-R", charmap.KOI8R, "Привет, мир! Съешь ещё ╓╖"}, // ╓╖ are є ї in KOI8-U
 	{"KOI8-U", charmap.KOI8U, "Привіт, світе"},
 	{"ISO-2022-JP", japanese.ISO2022JP, "こんにちは、世界。日本語のメール"},
 	{"Shift_JIS", japanese.ShiftJIS, "日本語のテキスト、カタカナ ｶﾀｶﾅ"},

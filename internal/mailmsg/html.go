@@ -1,6 +1,7 @@
 package mailmsg
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/k3a/html2text"
@@ -8,12 +9,15 @@ import (
 
 // HTMLToText converts an HTML document or fragment to readable plain text:
 // no tags, entities decoded, links kept as "text (url)", block elements and
-// <br> as line breaks, table cells separated by " | ", list items as "- ",
-// blockquotes as "> " lines. The contents of <script>, <style>, <head>,
-// <template>, comments and of elements hidden with display:none,
-// visibility:hidden or the hidden attribute are dropped (hidden text is a
-// common way to address the model behind the reader's back). The result is
-// sanitised and tidied like DecodeText's.
+// <br> as line breaks, table cells separated by " | ", list items as "- "
+// (numbered in an <ol>), blockquotes as "> " lines, <pre> spacing kept.
+// Link URLs are left out when the link text already shows them, the link
+// has no text (images), or they are javascript:, data: or #fragment links.
+// The contents of <script>, <style>, <head>, <template>, comments and of
+// elements hidden with display:none, visibility:hidden or the hidden
+// attribute are dropped (hidden text is a common way to address the model
+// behind the reader's back). The result is sanitised and tidied like
+// DecodeText's.
 //
 // It runs in time linear in len(html).
 func HTMLToText(html string) string {
@@ -54,9 +58,10 @@ type htmlConv struct {
 	preDepth   int
 	preFirst   bool // just after <pre>: a leading newline is ignored
 	listDepth  int
-	listItem   bool // a "- " is owed before the next visible text
-	rowText    bool // the current table row has visible text
-	cellSep    bool // a " | " is owed before the next visible text
+	olCount    []int // per open list (first 32): next number of an <ol>, 0 for <ul>
+	listItem   bool  // a list marker is owed before the next visible text
+	rowText    bool  // the current table row has visible text
+	cellSep    bool  // a " | " is owed before the next visible text
 
 	// The open link, if any (HTML does not nest links).
 	inLink   bool
@@ -65,8 +70,9 @@ type htmlConv struct {
 
 	// Hidden element being skipped, if any.
 	hidden      string
-	hiddenDepth int // open elements named hidden
-	hiddenScope int // open tables or lists inside it (for td/tr/li closing rules)
+	hiddenDepth int            // open elements named hidden
+	inner       map[string]int // containers opened inside the hidden element
+	open        map[string]int // containers open outside hidden elements
 	hiddenCount int
 }
 
@@ -179,12 +185,30 @@ func rawTextEnd(s string, p int, name string) (contentEnd, after int) {
 			return len(s), len(s)
 		}
 		t := q + k + 2
-		if t+len(name) <= len(s) && strings.EqualFold(s[t:t+len(name)], name) &&
+		if t+len(name) <= len(s) && asciiEqualFold(s[t:t+len(name)], name) &&
 			(t+len(name) == len(s) || strings.IndexByte("\t\n\f\r />", s[t+len(name)]) >= 0) {
 			return q + k, bogusCommentEnd(s, t+len(name))
 		}
 		q = t
 	}
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII only, as HTML tag names
+// compare (no Unicode folding of "ſ" or "K").
+func asciiEqualFold(a, lower string) bool {
+	if len(a) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(a); i++ {
+		c := a[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
 }
 
 func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
@@ -209,8 +233,9 @@ func tagName(s string, p int) (string, int) {
 }
 
 type htmlAttrs struct {
-	href, style string
-	hidden      bool
+	href, style       string
+	hidden            bool
+	hasHref, hasStyle bool // HTML keeps the first of duplicate attributes
 }
 
 // parseAttrs reads attributes up to and including the closing '>' and
@@ -256,11 +281,11 @@ func parseAttrs(s string, p int) (a htmlAttrs, end int, closed bool) {
 			}
 		}
 		switch {
-		case strings.EqualFold(name, "href"):
-			a.href = val
-		case strings.EqualFold(name, "style"):
-			a.style = val
-		case strings.EqualFold(name, "hidden"):
+		case asciiEqualFold(name, "href") && !a.hasHref:
+			a.href, a.hasHref = val, true
+		case asciiEqualFold(name, "style") && !a.hasStyle:
+			a.style, a.hasStyle = val, true
+		case asciiEqualFold(name, "hidden"):
 			a.hidden = true
 		}
 	}
@@ -336,67 +361,86 @@ func isContainer(name string) bool {
 	return false
 }
 
-// closesHidden reports whether a tag ends the hidden element c.hidden
-// without a matching end tag (HTML's implied end tags, roughly).
-func (c *htmlConv) closesHidden(name string, end bool) bool {
-	h := c.hidden
-	if end && (name == "body" || name == "html") {
-		return true
-	}
-	switch h {
+// hiddenStart handles a start tag inside the hidden element and reports
+// whether the tag implicitly ends it (HTML's implied end tags, roughly).
+func (c *htmlConv) hiddenStart(name string) bool {
+	switch c.hidden {
 	case "head":
-		if end {
-			return false
-		}
 		switch name {
 		case "title", "meta", "link", "style", "script", "base", "noscript", "template", "head":
-			return false
+		default:
+			return true
 		}
-		return true
-	case "td", "th", "tr":
-		if c.hiddenScope > 0 {
-			return false
+	case "td", "th":
+		if c.inner["table"] == 0 && (name == "td" || name == "th" || name == "tr") {
+			return true
 		}
-		if !end {
-			return name == "tr" || (h != "tr" && (name == "td" || name == "th"))
+	case "tr":
+		if c.inner["table"] == 0 && name == "tr" {
+			return true
 		}
-		return name == "table" || name == "tbody" || name == "thead" || name == "tfoot" || (h != "tr" && name == "tr")
 	case "li":
-		if c.hiddenScope > 0 {
-			return false
+		if c.inner["ul"]+c.inner["ol"] == 0 && name == "li" {
+			return true
 		}
-		return (!end && name == "li") || (end && (name == "ul" || name == "ol"))
 	case "p":
-		return (!end && (isParaBlock(name) || isLineBlock(name))) || (end && isContainer(name))
+		if isParaBlock(name) || isLineBlock(name) {
+			return true
+		}
 	}
-	return end && !isContainer(h) && isContainer(name)
+	if name == c.hidden {
+		c.hiddenDepth++
+	} else if isContainer(name) && !isVoidElement(name) {
+		c.countInner(name, 1)
+	}
+	return false
 }
 
-func (c *htmlConv) trackHiddenScope(name string, end bool) {
-	scope := false
-	switch c.hidden {
-	case "td", "th", "tr":
-		scope = name == "table"
-	case "li":
-		scope = name == "ul" || name == "ol"
+// hiddenEnd handles an end tag inside the hidden element and reports
+// whether it ends it: its own end tag, or the end tag of a container that
+// was opened before it (a browser closes the hidden element there too). A
+// stray end tag that matches nothing open is ignored, as browsers do, so it
+// cannot reveal hidden text to the model only.
+func (c *htmlConv) hiddenEnd(name string) bool {
+	if name == c.hidden {
+		c.hiddenDepth--
+		return c.hiddenDepth == 0
 	}
-	if !scope {
+	if name == "body" || name == "html" {
+		return true
+	}
+	if !isContainer(name) {
+		return false
+	}
+	if c.inner[name] > 0 {
+		c.countInner(name, -1)
+		return false
+	}
+	return c.open[name] > 0
+}
+
+func (c *htmlConv) countInner(name string, d int) {
+	if c.inner == nil {
+		c.inner = map[string]int{}
+	}
+	c.inner[name] += d
+}
+
+// countOpen tracks open containers outside hidden elements. Implied end
+// tags are not tracked, so counts can only be too high.
+func (c *htmlConv) countOpen(name string, d int) {
+	if !isContainer(name) || isVoidElement(name) {
 		return
 	}
-	if end {
-		c.hiddenScope = max(c.hiddenScope-1, 0)
-	} else {
-		c.hiddenScope++
+	if c.open == nil {
+		c.open = map[string]int{}
 	}
+	c.open[name] = max(c.open[name]+d, 0)
 }
 
 func (c *htmlConv) startTag(name string, a htmlAttrs) {
 	if c.hidden != "" {
-		if !c.closesHidden(name, false) {
-			c.trackHiddenScope(name, false)
-			if name == c.hidden {
-				c.hiddenDepth++
-			}
+		if !c.hiddenStart(name) {
 			return
 		}
 		c.hidden = ""
@@ -405,9 +449,11 @@ func (c *htmlConv) startTag(name string, a htmlAttrs) {
 		if name != "head" && name != "template" {
 			c.hiddenCount++
 		}
-		c.hidden, c.hiddenDepth, c.hiddenScope = name, 1, 0
+		c.hidden, c.hiddenDepth = name, 1
+		clear(c.inner)
 		return
 	}
+	c.countOpen(name, 1)
 	switch {
 	case name == "br":
 		c.pendingNL = min(c.pendingNL+1, 3)
@@ -430,6 +476,13 @@ func (c *htmlConv) startTag(name string, a htmlAttrs) {
 		c.preFirst = true
 	case "ul", "ol", "menu", "dir":
 		c.listDepth++
+		if len(c.olCount) < 32 && c.listDepth == len(c.olCount)+1 {
+			n := 0
+			if name == "ol" {
+				n = 1
+			}
+			c.olCount = append(c.olCount, n)
+		}
 	case "li":
 		c.listItem = true
 	case "table", "tr":
@@ -447,19 +500,16 @@ func (c *htmlConv) startTag(name string, a htmlAttrs) {
 
 func (c *htmlConv) endTag(name string) {
 	if c.hidden != "" {
-		if name == c.hidden {
-			c.hiddenDepth--
-			if c.hiddenDepth == 0 {
-				c.hidden = ""
-			}
-			return
-		}
-		if !c.closesHidden(name, true) {
-			c.trackHiddenScope(name, true)
+		own := name == c.hidden
+		if !c.hiddenEnd(name) {
 			return
 		}
 		c.hidden = ""
+		if own {
+			return
+		}
 	}
+	c.countOpen(name, -1)
 	switch {
 	case name == "br": // "</br>" is a <br> in HTML
 		c.startTag("br", htmlAttrs{})
@@ -477,6 +527,9 @@ func (c *htmlConv) endTag(name string) {
 	case "pre", "listing", "plaintext":
 		c.preDepth = max(c.preDepth-1, 0)
 	case "ul", "ol", "menu", "dir":
+		if c.listDepth > 0 && c.listDepth == len(c.olCount) {
+			c.olCount = c.olCount[:len(c.olCount)-1]
+		}
 		c.listDepth = max(c.listDepth-1, 0)
 	case "tr", "table":
 		c.rowText, c.cellSep = false, false
@@ -568,10 +621,15 @@ func (c *htmlConv) flush() {
 			c.out.WriteString("&gt; ")
 		}
 		if c.listItem {
-			for range max(c.listDepth-1, 0) {
+			for range min(max(c.listDepth-1, 0), 10) {
 				c.out.WriteString("\u00a0\u00a0")
 			}
-			c.out.WriteString("- ")
+			if c.listDepth > 0 && c.listDepth == len(c.olCount) && c.olCount[c.listDepth-1] > 0 {
+				c.out.WriteString(strconv.Itoa(c.olCount[c.listDepth-1]) + ". ")
+				c.olCount[c.listDepth-1]++
+			} else {
+				c.out.WriteString("- ")
+			}
 		}
 	} else if c.cellSep {
 		c.out.WriteString(" | ")

@@ -2,6 +2,7 @@ package mailmsg
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -9,6 +10,10 @@ import (
 	"strings"
 	"unicode/utf8"
 )
+
+// ErrNoHeader is returned by ParseMessage when the input does not start
+// with a header that has at least one readable field.
+var ErrNoHeader = errors.New("mailmsg: the message has no readable header")
 
 // DefaultMessageLimit is the limit ParseMessage uses when given limit <= 0.
 const DefaultMessageLimit = 32 << 20
@@ -47,8 +52,8 @@ type Parsed struct {
 // message is cut, with a warning. A malformed part (no readable header, a
 // multipart without boundary, nesting deeper than 20, more than 500 parts)
 // adds a warning and is skipped; broken base64 is decoded as far as possible,
-// with a warning. The only errors are a failure to read r and a top header
-// with no readable field at all.
+// with a warning. The only errors are a failure to read r (wrapped) and
+// ErrNoHeader.
 func ParseMessage(r io.Reader, limit int64) (*Parsed, error) {
 	if limit <= 0 {
 		limit = DefaultMessageLimit
@@ -64,7 +69,7 @@ func ParseMessage(r io.Reader, limit int64) (*Parsed, error) {
 	}
 	h, body, ok := parseHeader(data, true)
 	if !ok {
-		return nil, errNoHeader
+		return nil, ErrNoHeader
 	}
 	if h.bad > 0 {
 		p.w.add(fmt.Sprintf("The message header has %d malformed line(s); they were ignored.", h.bad))

@@ -101,6 +101,17 @@ Caf=E9 at 5?
 			wantText: "Café at 5?",
 		},
 		{
+			name: "single non-text part is part 1",
+			input: crlf(`Content-Type: application/pdf; name="invoice.pdf"
+Content-Transfer-Encoding: base64
+
+JVBERi0xLjQK
+`),
+			wantAttachments: []Attachment{
+				{PartID: "1", Filename: "invoice.pdf", ContentType: "application/pdf", Size: 9},
+			},
+		},
+		{
 			name:     "no mime headers at all",
 			input:    "Subject: hi\n\nJust text.\n",
 			wantText: "Just text.",
@@ -414,8 +425,8 @@ func TestParseMessageErrors(t *testing.T) {
 		input   io.Reader
 		wantErr error
 	}{
-		{"unreadable top header", strings.NewReader("this is not a header\nnor this\n\nbody"), errNoHeader},
-		{"binary garbage", strings.NewReader("\x00\x01\x02\xff\xfe"), errNoHeader},
+		{"unreadable top header", strings.NewReader("this is not a header\nnor this\n\nbody"), ErrNoHeader},
+		{"binary garbage", strings.NewReader("\x00\x01\x02\xff\xfe"), ErrNoHeader},
 		{"read error", iotest.ErrReader(readErr), readErr},
 	}
 	for _, tt := range tests {

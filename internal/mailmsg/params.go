@@ -106,7 +106,7 @@ func assembleParams(raw []rawParam) map[string]string {
 		}
 		if ext {
 			if _, seen := extended[name]; !seen {
-				extended[name] = decode2231(p.value, true)
+				extended[name] = decode2231(p.value)
 			}
 			continue
 		}
@@ -148,10 +148,7 @@ func assembleParams(raw []rawParam) map[string]string {
 }
 
 // decode2231 decodes an RFC 2231 extended value "charset'lang'%XX...".
-func decode2231(v string, ext bool) string {
-	if !ext {
-		return v
-	}
+func decode2231(v string) string {
 	charset := ""
 	if cs, rest, ok := cutCharsetLang(v); ok {
 		charset, v = cs, rest

@@ -52,9 +52,9 @@ func classify(r rune) int {
 // soft hyphen, U+180E, U+034F, Hangul fillers, tag characters
 // U+E0000..U+E007F, noncharacters) and bidi controls (U+202A..U+202E,
 // U+2066..U+2069, U+061C, U+200E, U+200F). U+2028 and U+2029 become \n. A
-// variation selector is kept only directly after a base character, so a run
-// of them (a way to hide data in text) is cut to one. Invalid UTF-8 becomes
-// U+FFFD (one per run of bad bytes). The result is NFC-normalised.
+// variation selector is kept only directly after a non-space character, so a
+// run of them (a way to hide data in text) is cut to one. Invalid UTF-8
+// becomes U+FFFD (one per run of bad bytes). The result is NFC-normalised.
 //
 // Clean input is returned as is without allocating: one pass for ASCII text,
 // plus the NFC quick check when there is non-ASCII text. Sanitize is
@@ -78,13 +78,13 @@ func Sanitize(s string) string {
 			switch {
 			case c >= 0x20 && c != 0x7F, c == '\n', c == '\t':
 				b.WriteByte(c)
-				vsBlocked = false
+				vsBlocked = c == ' ' || c == '\n' || c == '\t'
 			case c == '\r':
 				if i+1 < len(s) && s[i+1] == '\n' {
 					break // the \n follows
 				}
 				b.WriteByte('\n')
-				vsBlocked = false
+				vsBlocked = true
 			}
 			i++
 			continue
@@ -104,10 +104,10 @@ func Sanitize(s string) string {
 		switch classify(r) {
 		case runeKeep:
 			b.WriteRune(r)
-			vsBlocked = false
+			vsBlocked = isSpaceRune(r)
 		case runeNewline:
 			b.WriteByte('\n')
-			vsBlocked = false
+			vsBlocked = true
 		case runeVariation:
 			if !vsBlocked {
 				b.WriteRune(r)
@@ -122,6 +122,12 @@ func Sanitize(s string) string {
 	return out
 }
 
+// isSpaceRune is unicode.IsSpace for r >= 0x80, cheap for the common
+// non-space runes.
+func isSpaceRune(r rune) bool {
+	return r == 0x85 || r == 0xA0 || r >= 0x1680 && r <= 0x3000 && unicode.IsSpace(r)
+}
+
 // firstChange returns the byte index of the first place where Sanitize must
 // change s (or -1), whether s has non-ASCII text before that index, and
 // whether a variation selector at that index would be dropped.
@@ -132,7 +138,7 @@ func firstChange(s string) (idx int, nonASCII, vsBlocked bool) {
 		if c < utf8.RuneSelf {
 			if (c >= 0x20 && c != 0x7F) || c == '\n' || c == '\t' {
 				i++
-				vsBlocked = false
+				vsBlocked = c == ' ' || c == '\n' || c == '\t'
 				continue
 			}
 			return i, nonASCII, vsBlocked
@@ -143,7 +149,7 @@ func firstChange(s string) (idx int, nonASCII, vsBlocked bool) {
 		}
 		switch classify(r) {
 		case runeKeep:
-			vsBlocked = false
+			vsBlocked = isSpaceRune(r)
 		case runeVariation:
 			if vsBlocked {
 				return i, nonASCII, vsBlocked
@@ -300,10 +306,11 @@ func Preview(text string, n int) string {
 // previewBody drops quotes, attribution lines and signatures from text.
 func previewBody(text string) string {
 	var kept []string
-	for line := range strings.Lines(text) {
-		line = strings.TrimRight(line, "\r\n")
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		line = strings.TrimRight(line, "\r")
 		trimmed := strings.TrimSpace(line)
-		if line == "-- " || line == "--" || isSeparatorLine(trimmed) {
+		if line == "-- " || line == "--" || isSeparatorLine(trimmed) || isReplyHeader(trimmed, lines[i+1:]) {
 			break
 		}
 		if strings.HasPrefix(trimmed, ">") {
@@ -332,6 +339,26 @@ func isSeparatorLine(s string) bool {
 		return true
 	}
 	return false
+}
+
+// isReplyHeader reports whether line starts an Outlook-style quoted header
+// block: "From: ..." followed by "Sent: ..." or "Date: ...".
+func isReplyHeader(line string, rest []string) bool {
+	if !hasPrefixFold(line, "from:") {
+		return false
+	}
+	for _, next := range rest {
+		next = strings.TrimSpace(next)
+		if next == "" {
+			continue
+		}
+		return hasPrefixFold(next, "sent:") || hasPrefixFold(next, "date:")
+	}
+	return false
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 func isAttribution(s string) bool {

@@ -55,6 +55,8 @@ func TestSanitize(t *testing.T) {
 		{"one variation selector kept", "\u2764\uFE0F", "\u2764\uFE0F"},
 		{"variation selector run cut to one", "\u2764\uFE0F\uFE0F\U000E0100\U000E0101", "\u2764\uFE0F"},
 		{"leading variation selector dropped", "\uFE0Fx", "x"},
+		{"variation selector after white space dropped", " \uFE0F0\n\uFE0Fa\u00A0\uFE0F\t\uFE0F", " 0\na\u00A0\t"},
+		{"keycap sequence kept", "1\uFE0F\u20E3", "1\uFE0F\u20E3"},
 		{"noncharacters", "a\uFFFEb\uFDD0c\U0001FFFF", "abc"},
 		{"newlines and tabs kept", "a\n\n\tb", "a\n\n\tb"},
 	}
@@ -91,6 +93,7 @@ func TestSanitizeLine(t *testing.T) {
 		{"fake header via newline", "hello\nFrom: boss@example.com", "hello From: boss@example.com"},
 		{"bidi in filename", "report\u202Egnp.exe", "reportgnp.exe"},
 		{"only spaces", " \t\n ", ""},
+		{"variation selector after trimmed space", " \uFE0F0000", "0000"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -209,6 +212,8 @@ func TestPreview(t *testing.T) {
 		{"quote and attribution dropped", "Sounds good!\n\nOn Mon, 1 Jan 2024, Alice wrote:\n> Lunch?\n> At noon", 160, "Sounds good!"},
 		{"signature dropped", "Thanks.\n-- \nBob Smith\nACME Corp", 160, "Thanks."},
 		{"signature after trailing space trim", "Thanks.\n--\nBob", 160, "Thanks."},
+		{"outlook reply header", "Agreed.\n\nFrom: Alice <a@example.com>\nSent: Monday\nSubject: plan", 160, "Agreed."},
+		{"from line alone is text", "From: the team\nWelcome aboard", 160, "From: the team Welcome aboard"},
 		{"outlook original message", "Yes.\n\n-----Original Message-----\nFrom: Alice", 160, "Yes."},
 		{"only quotes falls back to everything", "> quoted only", 160, "> quoted only"},
 		{"cut at word with ellipsis", "one two three four five six", 12, "one two…"},

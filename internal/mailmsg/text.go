@@ -1,7 +1,6 @@
 package mailmsg
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -24,8 +23,14 @@ type Part struct {
 	DelSp  bool
 }
 
+// mediaType returns the lower-case media type without parameters.
+func (p Part) mediaType() string {
+	mt, _, _ := strings.Cut(p.MediaType, ";")
+	return strings.ToLower(strings.TrimSpace(mt))
+}
+
 func (p Part) isHTML() bool {
-	mt := strings.ToLower(strings.TrimSpace(p.MediaType))
+	mt := p.mediaType()
 	return mt == "text/html" || mt == "application/xhtml+xml"
 }
 
@@ -62,7 +67,7 @@ func decodeText(raw []byte, p Part, w *warnList) string {
 		w.add(fmt.Sprintf("The transfer encoding %s is unknown; the part was read as it is.", quoteValue(p.Encoding)))
 	}
 
-	mt := strings.ToLower(strings.TrimSpace(p.MediaType))
+	mt := p.mediaType()
 	html := p.isHTML()
 	if mt != "" && !strings.HasPrefix(mt, "text/") && !html {
 		w.add(fmt.Sprintf("The part has the media type %s, not text; it was read as plain text.", quoteValue(mt)))
@@ -169,5 +174,3 @@ func quoteValue(v string) string {
 	}
 	return fmt.Sprintf("%q", v)
 }
-
-var errNoHeader = errors.New("mailmsg: the message has no readable header")

@@ -98,6 +98,7 @@ func TestDecodeText(t *testing.T) {
 		{"base64 truncated", "SGVsbG8gV29y", Part{Encoding: "base64"}, "Hello Wor", nil},
 		{"unknown transfer encoding", "plain", Part{Encoding: "x-uuencode"}, "plain", []string{`"x-uuencode" is unknown`}},
 		{"not text", "data", Part{MediaType: "application/octet-stream"}, "data", []string{"not text"}},
+		{"media type with parameters", "<b>x</b>", Part{MediaType: "Text/HTML; charset=utf-8"}, "x", nil},
 		{"html", "<p>Hello <b>world</b></p><script>x()</script>", Part{MediaType: "text/html"}, "Hello world", nil},
 		{"html hidden warning", `<p>Hi</p><div style="display:none">psst</div>`, Part{MediaType: "text/html"}, "Hi", []string{"1 hidden HTML element"}},
 		{"html meta charset", "<meta charset=\"windows-1251\"><p>" + string(encodeSample(t, charmap.Windows1251, "Привет")) + "</p>",

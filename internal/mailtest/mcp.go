@@ -66,6 +66,9 @@ func CallErr(c *client.Client, name string, args map[string]any) (*mcp.CallToolR
 
 // Text returns the concatenated text content of a result.
 func Text(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
 	var s string
 	for _, c := range res.Content {
 		if tc, ok := c.(mcp.TextContent); ok {
