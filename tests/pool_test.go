@@ -16,14 +16,14 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
 
-// connectionsTo counts the ESTABLISHED TCP connections this machine has open
-// to port: the sockets the gateway holds to the mail server. (The server's
-// side of a socket the gateway has just closed can stay ESTABLISHED for a
-// moment until its kernel processes the FIN, so the client side is the exact
-// measure of the bound.) The file is not a snapshot (a row can be read
-// twice while sockets come and go), so rows are counted once per address
-// pair.
-func connectionsTo(port int) int {
+// connectionsTo returns the ESTABLISHED TCP connections this machine has
+// open to port, client side: the sockets the gateway holds to the mail
+// server. (The server's side of a socket the gateway has just closed can stay
+// ESTABLISHED for a moment until its kernel processes the FIN, so the client
+// side is the exact measure of the bound.) One read of the file is not a
+// snapshot: a socket closed during the read and its replacement can both
+// appear, so callers intersect two reads (see concurrentConnections).
+func connectionsTo(port int) map[string]bool {
 	seen := map[string]bool{}
 	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		f, err := os.Open(file)
@@ -40,7 +40,22 @@ func connectionsTo(port int) int {
 		}
 		f.Close()
 	}
-	return len(seen)
+	return seen
+}
+
+// concurrentConnections counts the sockets present in both prev and cur:
+// each was open from its row in the first read to its row in the second, so
+// all of them were open at once at the moment between the two reads. (An
+// address pair is not reused that fast: ephemeral ports cycle.) It never
+// over-counts; it may miss a socket that lived only between two reads.
+func concurrentConnections(prev, cur map[string]bool) int {
+	n := 0
+	for k := range cur {
+		if prev[k] {
+			n++
+		}
+	}
+	return n
 }
 
 // 50 concurrent callers across 8 users through a pool of 10: every call
@@ -64,10 +79,13 @@ func TestPoolBoundUnderLoad(t *testing.T) {
 	watch.Add(1)
 	go func() {
 		defer watch.Done()
+		prev := connectionsTo(s.IMAPSPort)
 		for {
-			if n := int64(connectionsTo(s.IMAPSPort)); n > peak.Load() {
+			cur := connectionsTo(s.IMAPSPort)
+			if n := int64(concurrentConnections(prev, cur)); n > peak.Load() {
 				peak.Store(n)
 			}
+			prev = cur
 			select {
 			case <-stop:
 				return
@@ -122,8 +140,8 @@ func TestPoolBoundUnderLoad(t *testing.T) {
 	if peak.Load() > 10 {
 		t.Fatalf("the gateway held %d connections to the server at once, MAX_POOL_SIZE is 10", peak.Load())
 	}
-	if peak.Load() == 0 {
-		t.Fatal("no connection observed: the watcher proves nothing")
+	if peak.Load() < 5 {
+		t.Fatalf("at most %d connections observed at once: the load did not fill the pool, so the test proves nothing", peak.Load())
 	}
 }
 

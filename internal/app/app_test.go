@@ -16,6 +16,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 )
@@ -39,6 +40,7 @@ func (s *syncBuffer) String() string {
 }
 
 type gateway struct {
+	Demo  *demo.Server
 	URL   string
 	Users []demo.User
 	Logs  *syncBuffer
@@ -80,7 +82,7 @@ func startDemoGateway(t *testing.T, env ...string) *gateway {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &gateway{URL: "http://" + ln.Addr().String() + "/mcp", Users: srv.Users, Logs: logs, App: a}
+	return &gateway{Demo: srv, URL: "http://" + ln.Addr().String() + "/mcp", Users: srv.Users, Logs: logs, App: a}
 }
 
 func headers(u demo.User) map[string]string {
@@ -288,5 +290,68 @@ func TestLogsHoldNoSecrets(t *testing.T) {
 		if strings.Contains(logs, secret) {
 			t.Fatalf("log output contains a secret %q:\n%s", secret, logs)
 		}
+	}
+}
+
+// The demo serves every read tool on its seeded mailbox.
+func TestDemoReadTools(t *testing.T) {
+	g := startDemoGateway(t)
+	u := g.Users[0]
+	c := mailtest.MCPClient(t, g.URL, headers(u), "")
+	msgs := map[string]demo.Message{}
+	for _, m := range g.Demo.Messages(u.Address) {
+		msgs[m.Tag] = m
+	}
+
+	var folders tools.FoldersResult
+	mailtest.Decode(t, mailtest.Call(t, c, "imap_list_folders", nil), &folders)
+	byName := map[string]mailbox.Folder{}
+	for _, f := range folders.Folders {
+		byName[f.Name] = f
+	}
+	for _, name := range []string{demo.FolderInbox, demo.FolderSent, demo.FolderOverview, demo.FolderReceipts} {
+		f, ok := byName[name]
+		if !ok {
+			t.Fatalf("folder %q missing: %v", name, folders.Folders)
+		}
+		if int(f.Total) != g.Demo.Seeded(u.Address, name) {
+			t.Errorf("%s: total %d, seeded %d", name, f.Total, g.Demo.Seeded(u.Address, name))
+		}
+	}
+	if byName[demo.FolderSent].Role != "sent" {
+		t.Errorf("Sent role %q", byName[demo.FolderSent].Role)
+	}
+
+	var page mailbox.Page
+	mailtest.Decode(t, mailtest.Call(t, c, "imap_list_emails", map[string]any{"limit": 5}), &page)
+	if len(page.Messages) != 5 || page.Messages[0].Subject != msgs[demo.TagPlain].Subject {
+		t.Fatalf("newest message is %+v, want %q", page.Messages, msgs[demo.TagPlain].Subject)
+	}
+
+	for _, tc := range []struct{ tag, body string }{
+		{demo.TagShiftJIS, "\u3044"}, {demo.TagHTMLOnly, "http"}, {demo.TagLatin1, "ü"},
+	} {
+		m := msgs[tc.tag]
+		var found mailbox.Page
+		mailtest.Decode(t, mailtest.Call(t, c, "imap_search_emails", map[string]any{"subject": m.Subject}), &found)
+		if len(found.Messages) == 0 {
+			t.Fatalf("search for %q found nothing", m.Subject)
+		}
+		var read mailbox.Message
+		mailtest.Decode(t, mailtest.Call(t, c, "imap_read_email", map[string]any{"uid": found.Messages[0].UID}), &read)
+		if read.Subject != m.Subject || read.MessageID != m.MessageID || strings.TrimSpace(read.Text) == "" {
+			t.Errorf("%s: read %q / %q, want %q / %q (text %d chars)", tc.tag, read.Subject, read.MessageID, m.Subject, m.MessageID, len(read.Text))
+		}
+		if !strings.Contains(read.Text, tc.body) {
+			t.Errorf("%s: text lacks %q: %s", tc.tag, tc.body, read.Text)
+		}
+		if strings.Contains(read.Text, "<script") || strings.Contains(read.Text, "</") {
+			t.Errorf("%s: markup in text: %s", tc.tag, read.Text)
+		}
+	}
+	// Reading left the unread newest message unread.
+	mailtest.Decode(t, mailtest.Call(t, c, "imap_list_emails", map[string]any{"limit": 1}), &page)
+	if page.Messages[0].Flags.Seen {
+		t.Error("listing or reading marked a message as read")
 	}
 }

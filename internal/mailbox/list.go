@@ -300,22 +300,30 @@ func (conn *Conn) examine(folder string) (*imapclient.SelectedMailbox, error) {
 	if mb := conn.client().Mailbox(); mb != nil && conn.selected == folder && !conn.selectedRW {
 		return mb, nil
 	}
-	if err := conn.sel(folder, true); err != nil {
+	data, err := conn.sel(folder, true)
+	if err != nil {
 		return nil, err
 	}
-	mb := conn.client().Mailbox()
-	if mb == nil {
-		return nil, mailerr.New(mailerr.Unavailable, "the mail server closed the folder unexpectedly; try again")
+	// go-imap (v2.0.0-beta.8) lets Select's Wait return before its reader
+	// goroutine records the selected mailbox, so right after a SELECT the
+	// client may not know it yet: the SELECT's own answer is the truth then.
+	if mb := conn.client().Mailbox(); mb != nil && mb.Name == folder {
+		return mb, nil
 	}
-	return mb, nil
+	return &imapclient.SelectedMailbox{
+		Name:           folder,
+		NumMessages:    data.NumMessages,
+		Flags:          data.Flags,
+		PermanentFlags: data.PermanentFlags,
+	}, nil
 }
 
-func (conn *Conn) sel(folder string, readOnly bool) error {
+func (conn *Conn) sel(folder string, readOnly bool) (*imap.SelectData, error) {
 	conn.selected = ""
 	data, err := conn.client().Select(folder, &imap.SelectOptions{ReadOnly: readOnly}).Wait()
 	if err != nil {
-		return imapError(err, folder)
+		return nil, imapError(err, folder)
 	}
 	conn.selected, conn.selectedRW, conn.uidValidity = folder, !readOnly, data.UIDValidity
-	return nil
+	return data, nil
 }

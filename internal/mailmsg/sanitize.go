@@ -54,7 +54,8 @@ func classify(r rune) int {
 // U+2066..U+2069, U+061C, U+200E, U+200F). U+2028 and U+2029 become \n. A
 // variation selector is kept only directly after a non-space character, so a
 // run of them (a way to hide data in text) is cut to one. Invalid UTF-8
-// becomes U+FFFD (one per run of bad bytes). The result is NFC-normalised.
+// becomes U+FFFD (one per run of bad bytes). The result is NFC-normalised;
+// a run of more than 30 combining marks is cut there.
 //
 // Clean input is returned as is without allocating: one pass for ASCII text,
 // plus the NFC quick check when there is non-ASCII text. Sanitize is
@@ -65,7 +66,7 @@ func Sanitize(s string) string {
 		if !nonASCII {
 			return s
 		}
-		return norm.NFC.String(s)
+		return nfc(s)
 	}
 	var b strings.Builder
 	b.Grow(len(s))
@@ -117,9 +118,59 @@ func Sanitize(s string) string {
 	}
 	out := b.String()
 	if nonASCII {
-		out = norm.NFC.String(out)
+		out = nfc(out)
 	}
 	return out
+}
+
+// cgj is U+034F COMBINING GRAPHEME JOINER.
+const cgj = "\u034F"
+
+// nfc normalises s (which has no U+034F) to NFC. x/text follows the Unicode
+// Stream-Safe Text Format and inserts U+034F after 30 non-starters in a row;
+// such runs exist only to hide or garble text ("zalgo"), so the rest of the
+// run is dropped with the inserted U+034F. The result is stable under
+// another NFC.
+func nfc(s string) string {
+	out := norm.NFC.String(s)
+	if out == s || !strings.Contains(out, cgj) { // out == s is cheap: same pointer when unchanged
+		return out
+	}
+	var b strings.Builder
+	b.Grow(len(out))
+	for len(out) > 0 {
+		k := strings.Index(out, cgj)
+		if k < 0 {
+			b.WriteString(out)
+			break
+		}
+		b.WriteString(out[:k])
+		out = out[k+len(cgj):]
+		for len(out) > 0 {
+			r, size := utf8.DecodeRuneInString(out)
+			if string(r) != cgj && !continuesRun(r) {
+				break
+			}
+			out = out[size:]
+		}
+	}
+	return b.String()
+}
+
+// continuesRun reports whether x/text may count r as a non-starter when it
+// tracks runs for the Stream-Safe Text Format: a combining mark, or a rune
+// that combines with the one before it (or decomposes to one that does).
+func continuesRun(r rune) bool {
+	p := norm.NFC.PropertiesString(string(r))
+	if p.CCC() != 0 || p.LeadCCC() != 0 || !p.BoundaryBefore() {
+		return true
+	}
+	if d := norm.NFKD.PropertiesString(string(r)).Decomposition(); len(d) > 0 {
+		first, _ := utf8.DecodeRune(d)
+		q := norm.NFC.PropertiesString(string(first))
+		return q.CCC() != 0 || q.LeadCCC() != 0 || !q.BoundaryBefore()
+	}
+	return false
 }
 
 // isSpaceRune is unicode.IsSpace for r >= 0x80, cheap for the common
@@ -132,36 +183,48 @@ func isSpaceRune(r rune) bool {
 // change s (or -1), whether s has non-ASCII text before that index, and
 // whether a variation selector at that index would be dropped.
 func firstChange(s string) (idx int, nonASCII, vsBlocked bool) {
-	vsBlocked = true // a variation selector at the start has no base
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if (c >= 0x20 && c != 0x7F) || c == '\n' || c == '\t' {
 				i++
-				vsBlocked = c == ' ' || c == '\n' || c == '\t'
 				continue
 			}
-			return i, nonASCII, vsBlocked
+			return i, nonASCII, vsBlockedAfter(s[:i])
 		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
-			return i, nonASCII, vsBlocked
+			return i, nonASCII, vsBlockedAfter(s[:i])
 		}
 		switch classify(r) {
 		case runeKeep:
-			vsBlocked = isSpaceRune(r)
 		case runeVariation:
-			if vsBlocked {
-				return i, nonASCII, vsBlocked
+			// Nothing before i was changed, so the rune before it in s
+			// is the one before it in the output.
+			if vsBlockedAfter(s[:i]) {
+				return i, nonASCII, true
 			}
-			vsBlocked = true
 		default:
-			return i, nonASCII, vsBlocked
+			return i, nonASCII, vsBlockedAfter(s[:i])
 		}
 		nonASCII = true
 		i += size
 	}
-	return -1, nonASCII, vsBlocked
+	return -1, nonASCII, false
+}
+
+// vsBlockedAfter reports whether a variation selector following prefix
+// (unchanged text) would be dropped: at the start, after white space or
+// after another variation selector.
+func vsBlockedAfter(prefix string) bool {
+	r, _ := utf8.DecodeLastRuneInString(prefix)
+	switch {
+	case prefix == "", r == ' ', r == '\n', r == '\t':
+		return true
+	case r < utf8.RuneSelf:
+		return false
+	}
+	return isSpaceRune(r) || classify(r) == runeVariation
 }
 
 // SanitizeLine is Sanitize for one-line values (subjects, names, filenames):

@@ -71,6 +71,49 @@ func TestSanitize(t *testing.T) {
 	}
 }
 
+// x/text's NFC inserts U+034F into runs of more than 30 non-starters;
+// Sanitize must cut such runs instead, and stay idempotent, for every rune
+// x/text counts (combining marks, Hangul jamo, Indic vowel signs...).
+func TestSanitizeLongCombiningRuns(t *testing.T) {
+	check := func(t *testing.T, s string) {
+		t.Helper()
+		got := Sanitize(s)
+		if strings.Contains(got, "\u034F") {
+			t.Fatalf("Sanitize(%+q) kept U+034F: %+q", s, got)
+		}
+		checkClean(t, "Sanitize", got)
+	}
+	tests := []struct {
+		name  string
+		input string
+	}{
+		{"zalgo", "Z" + strings.Repeat("\u0301\u0316\u0334", 40) + "algo"},
+		{"jamo vowels", "a" + strings.Repeat("\u1161", 70) + "b"},
+		{"precomposed base with trailing marks", "\u1F82" + strings.Repeat("\u0301", 60)},
+		{"two-mark runes", "a" + strings.Repeat("\u0344", 40)},
+		{"mixed", "x" + strings.Repeat("\u0301\u1161\u09BE\u0F73", 30) + "y"},
+		{"compositions make up for the inserted U+034F", "e\u0301e\u0301a" + strings.Repeat("\u0316", 31)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { check(t, tt.input) })
+	}
+	t.Run("every rune", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("slow")
+		}
+		for r := rune(0x80); r <= 0x1FFFF; r++ {
+			if r >= 0xD800 && r <= 0xDFFF {
+				continue
+			}
+			check(t, "a"+strings.Repeat(string(r), 40)+"b")
+		}
+	})
+	long := "Z" + strings.Repeat("\u0301", 100)
+	if got := Sanitize(long); utf8.RuneCountInString(got) > 31 {
+		t.Errorf("Sanitize kept %d runes of a 101-rune zalgo run", utf8.RuneCountInString(got))
+	}
+}
+
 func TestSanitizeNoAllocWhenClean(t *testing.T) {
 	for _, s := range []string{strings.Repeat("plain ascii text\n", 100), "Grüße, 日本語 😀\u2764\uFE0F"} {
 		allocs := testing.AllocsPerRun(100, func() { _ = Sanitize(s) })

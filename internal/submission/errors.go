@@ -1,0 +1,255 @@
+package submission
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+
+	"github.com/emersion/go-smtp"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+)
+
+// phase is where in the conversation a Send is; it decides what an error
+// means for the user.
+type phase int
+
+const (
+	phaseConnect phase = iota // dial, TLS, greeting, EHLO, STARTTLS
+	phaseAuth
+	phaseMail
+	phaseRcpt
+	phaseData    // DATA and the message bytes
+	phaseDataEnd // the final dot went out: the answer decides whether it was sent
+	phaseDone
+)
+
+func (p phase) String() string {
+	return [...]string{"connect", "auth", "mail", "rcpt", "data", "data-end", "done"}[p]
+}
+
+// mayHaveBeenSent is added to errors after the whole message went out
+// without an answer.
+const mayHaveBeenSent = "; the whole message had been transmitted, so it may have been sent: check before sending it again"
+
+func contextError(ctx context.Context, p phase) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return timeoutError(context.Cause(ctx), p)
+	}
+	msg := "the request was cancelled; nothing was sent"
+	if p == phaseDataEnd {
+		msg = "the request was cancelled" + mayHaveBeenSent
+	}
+	return mailerr.Wrap(mailerr.Timeout, context.Cause(ctx), msg)
+}
+
+func timeoutError(err error, p phase) error {
+	msg := "the mail server did not answer in time; nothing was sent"
+	if p == phaseDataEnd {
+		msg = "the mail server did not answer in time" + mayHaveBeenSent
+	}
+	return mailerr.Wrap(mailerr.Timeout, err, msg)
+}
+
+// isTimeout reports a socket deadline (go-smtp sets its own per command).
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+func dialError(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return contextError(ctx, phaseConnect)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return mailerr.Wrap(mailerr.Unavailable, err, "the mail server's host name could not be resolved")
+	}
+	return mailerr.Wrap(mailerr.Unavailable, err, "the mail server could not be reached; try again later")
+}
+
+// classify turns an error of phase p into a *mailerr.Error. subject is the
+// address the failed command was about, if any.
+func classify(p phase, err error, subject string) error {
+	var me *mailerr.Error
+	if errors.As(err, &me) {
+		return err
+	}
+	var se *smtp.SMTPError
+	if errors.As(err, &se) {
+		return serverError(p, se, subject)
+	}
+	if msg := tlsProblem(err); msg != "" {
+		return mailerr.Wrap(mailerr.Unavailable, err, msg)
+	}
+	if p == phaseDataEnd {
+		return mailerr.Wrap(mailerr.Unavailable, err, "the connection to the mail server broke before it confirmed the message"+mayHaveBeenSent)
+	}
+	if isNetError(err) {
+		return mailerr.Wrap(mailerr.Unavailable, err, "the mail server closed the connection unexpectedly; nothing was sent, try again later")
+	}
+	return mailerr.Wrap(mailerr.Unavailable, err, "the mail server answered in a way the gateway does not understand; nothing was sent")
+}
+
+// serverError classifies an SMTP reply by its code and enhanced code.
+func serverError(p phase, se *smtp.SMTPError, subject string) error {
+	why := reply(se)
+	switch {
+	case p == phaseAuth && se.Code == 538:
+		return mailerr.Wrap(mailerr.Auth, se, "the mail server requires an encrypted connection for login; check the SMTP security setting")
+	case p == phaseAuth && se.Code/100 == 5:
+		// 535 5.7.8 bad credentials, 534 mechanism too weak, 530, 504...
+		return mailerr.Wrap(mailerr.Auth, se, "authentication failed: the mail server rejected the user name or password")
+	case tooLarge(se):
+		return mailerr.Wrap(mailerr.TooLarge, se, fmt.Sprintf("the message is too large for the mail server (%s)", why))
+	case se.Code/100 == 4:
+		return mailerr.Wrap(mailerr.Temporary, se, fmt.Sprintf("temporary failure (%s); retry later", why))
+	case se.Code/100 != 5:
+		return mailerr.Wrap(mailerr.Unavailable, se, fmt.Sprintf("the mail server answered unexpectedly (%s); nothing was sent", why))
+	}
+	switch p {
+	case phaseConnect:
+		return mailerr.Wrap(mailerr.Permanent, se, fmt.Sprintf("the mail server refused the connection (%s)", why))
+	case phaseMail:
+		return mailerr.Wrap(mailerr.Permanent, se, fmt.Sprintf("the mail server refused the sender address %s (%s)", subject, why))
+	case phaseRcpt:
+		return mailerr.Wrap(mailerr.Permanent, se, fmt.Sprintf("the mail server refused the recipient %s (%s)", subject, why))
+	default:
+		return mailerr.Wrap(mailerr.Permanent, se, fmt.Sprintf("the mail server refused the message (%s)", why))
+	}
+}
+
+// tooLarge reports a permanent size refusal: any X.3.4 ("message too big
+// for system") or X.2.3 ("message length exceeds administrative limit",
+// RFC 3463), or 552 (RFC 5321 "exceeded storage allocation") without an
+// enhanced code that says something else (5.2.2 is a full mailbox).
+func tooLarge(se *smtp.SMTPError) bool {
+	if se.Code/100 != 5 {
+		return false
+	}
+	if ec := se.EnhancedCode; hasEnhanced(se) {
+		return ec[1] == 3 && ec[2] == 4 || ec[1] == 2 && ec[2] == 3 || se.Code == 552 && ec[1] == 0 && ec[2] == 0
+	}
+	return se.Code == 552
+}
+
+func hasEnhanced(se *smtp.SMTPError) bool {
+	ec := se.EnhancedCode
+	return ec[0] >= 2 && ec[0] <= 5 && ec[1] >= 0 && ec[2] >= 0
+}
+
+// recipientsError is the error when every recipient was refused.
+func recipientsError(rej []Rejection) error {
+	kind := mailerr.Permanent
+	for _, r := range rej {
+		if r.Code/100 == 4 {
+			kind = mailerr.Temporary
+		}
+	}
+	const maxListed = 10
+	var list []string
+	for i, r := range rej {
+		if i == maxListed {
+			list = append(list, fmt.Sprintf("and %d more", len(rej)-maxListed))
+			break
+		}
+		list = append(list, fmt.Sprintf("%s (%d %s)", r.Address, r.Code, r.Message))
+	}
+	var msg string
+	if len(rej) == 1 {
+		msg = "the mail server refused the recipient " + list[0] + "; nothing was sent"
+	} else {
+		msg = "the mail server refused every recipient; nothing was sent: " + strings.Join(list, "; ")
+	}
+	if kind == mailerr.Temporary {
+		msg = "temporary failure (" + strings.TrimPrefix(msg, "the mail server ") + "); retry later"
+	}
+	var causes []error
+	for _, r := range rej {
+		causes = append(causes, &smtp.SMTPError{Code: r.Code, Message: r.Address + ": " + r.Message})
+	}
+	return mailerr.Wrap(kind, errors.Join(causes...), msg)
+}
+
+// reply formats a server answer for the user: "550 5.1.1 reason".
+func reply(se *smtp.SMTPError) string {
+	return fmt.Sprintf("%d %s", se.Code, reason(se))
+}
+
+// reason is the server's text, shortened to one line of printable ASCII,
+// after the enhanced code when the server sent one.
+func reason(se *smtp.SMTPError) string {
+	msg, _, _ := strings.Cut(se.Message, "\n")
+	msg = strings.TrimSpace(msg)
+	// Postfix starts with "<rcpt>: ", which the caller names already.
+	if strings.HasPrefix(msg, "<") {
+		if i := strings.Index(msg, ">: "); i > 0 {
+			msg = msg[i+3:]
+		}
+	}
+	msg = printable(msg, 160)
+	if hasEnhanced(se) {
+		ec := se.EnhancedCode
+		msg = strings.TrimSpace(fmt.Sprintf("%d.%d.%d %s", ec[0], ec[1], ec[2], msg))
+	}
+	if msg == "" {
+		msg = "no reason given"
+	}
+	return msg
+}
+
+// printable keeps printable ASCII of s, at most max bytes.
+func printable(s string, max int) string {
+	var b strings.Builder
+	for i := 0; i < len(s) && b.Len() < max; i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7f {
+			c = ' '
+		}
+		b.WriteByte(c)
+	}
+	out := strings.Join(strings.Fields(b.String()), " ")
+	if len(s) > max {
+		out += "..."
+	}
+	return out
+}
+
+// tlsProblem returns a user message for a TLS failure, or "".
+func tlsProblem(err error) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		record    tls.RecordHeaderError
+		alert     tls.AlertError
+	)
+	switch {
+	case errors.As(err, &unknownCA):
+		return "the mail server's TLS certificate is not signed by a trusted authority (a private CA must be configured as MAIL_CA_FILE)"
+	case errors.As(err, &hostname):
+		return "the mail server's TLS certificate is not valid for its host name"
+	case errors.As(err, &invalid):
+		return "the mail server's TLS certificate is not valid (expired or not for this use)"
+	case errors.As(err, &verify):
+		return "the mail server's TLS certificate could not be verified"
+	case errors.As(err, &record):
+		return "the mail server does not speak TLS on this port; check the SMTP security setting (tls for port 465, starttls for 587)"
+	case errors.As(err, &alert):
+		return "the TLS handshake with the mail server failed (no common protocol version or cipher)"
+	}
+	return ""
+}
+
+// isNetError reports a broken or closed connection.
+func isNetError(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
+}

@@ -1,0 +1,469 @@
+// Package submission sends mail through an SMTP submission server (RFC 6409)
+// with go-smtp: it dials under a context, enforces the TLS policy,
+// authenticates with the user's own credentials, sends one message and
+// classifies the server's answers as mailerr errors.
+//
+// It never composes messages (mailmsg does) and never talks MCP. It sends
+// the bytes it is given as they are, without SMTPUTF8: messages from
+// mailmsg.Compose are ASCII, and envelope addresses must be ASCII too.
+package submission
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-sasl"
+	"github.com/emersion/go-smtp"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+)
+
+// Security says how the SMTP connection is protected. The values are those
+// of config.Security and mailbox.Security.
+type Security string
+
+const (
+	TLS      Security = "tls"      // implicit TLS from the first byte (port 465)
+	StartTLS Security = "starttls" // plain connect, STARTTLS required before AUTH (port 587)
+	Plain    Security = "plain"    // no TLS at all: local development only
+)
+
+// DefaultTimeout bounds one Send when Config.Timeout is zero.
+const DefaultTimeout = 60 * time.Second
+
+// Config says how to reach the submission server.
+type Config struct {
+	Host     string
+	Port     int
+	Security Security
+	// TLS is the client TLS configuration; ServerName is set from Host when
+	// empty.
+	TLS *tls.Config
+	// Timeout bounds a whole Send (dial to QUIT) unless the caller's
+	// context ends first. Zero means DefaultTimeout.
+	Timeout time.Duration
+	// AllowPlaintextAuth permits AUTH on an unencrypted connection (Plain).
+	// Without it, Plain refuses to send anything.
+	AllowPlaintextAuth bool
+	// LocalName is the name sent with EHLO; "localhost" when empty. With
+	// StartTLS the EHLO before the upgrade always says "localhost" (go-smtp
+	// offers no way to change it); the one after says LocalName.
+	LocalName string
+}
+
+func (c Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+
+func (c Config) tlsConfig() *tls.Config {
+	var t *tls.Config
+	if c.TLS != nil {
+		t = c.TLS.Clone()
+	} else {
+		t = &tls.Config{MinVersion: tls.VersionTLS12}
+	}
+	if t.ServerName == "" {
+		t.ServerName = c.Host
+	}
+	if t.NextProtos == nil && c.Security == TLS {
+		t.NextProtos = []string{"smtp"}
+	}
+	return t
+}
+
+// Client sends mail for many users: each Send is one SMTP session of its
+// own, logged in as the user whose credentials it is given. A Client is safe
+// for concurrent use.
+type Client struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New makes a Client. A nil log discards.
+func New(cfg Config, log *slog.Logger) *Client {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.LocalName == "" {
+		cfg.LocalName = "localhost"
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Client{cfg: cfg, log: log.With("component", "submission")}
+}
+
+// Result is the outcome of a Send that delivered the message to the server
+// for at least one recipient.
+type Result struct {
+	Accepted []string    // recipients the server accepted, in the order given
+	Rejected []Rejection // recipients it refused; the message was not sent to them
+}
+
+// Rejection is one recipient the server refused.
+type Rejection struct {
+	Address string
+	Code    int    // SMTP reply code, e.g. 550
+	Message string // the server's reason: one line of ASCII, enhanced code first when sent, shortened
+}
+
+// Send submits one message: it connects (TLS per Config.Security), logs in
+// with creds (AUTH PLAIN, or LOGIN when PLAIN is not offered), and sends msg
+// from the envelope sender from to each of rcpts. msg must be a complete
+// RFC 5322 message with CRLF line endings; it is sent as is (a reader with a
+// Len method, such as *bytes.Reader, lets the server refuse an oversized
+// message before it is transmitted).
+//
+// When some recipients are refused and others accepted, the message is sent
+// to the accepted ones and the refused ones are listed in Result.Rejected.
+// When all are refused, nothing is sent and the error names them.
+//
+// Errors are *mailerr.Error with a message safe to show the user: Auth when
+// the login is refused, Permanent or Temporary for SMTP 5xx or 4xx answers,
+// TooLarge, Unavailable when the server cannot be reached or TLS fails,
+// Timeout when ctx or Config.Timeout ends first, BadInput for bad addresses,
+// NoCredentials when creds are incomplete. A timeout or broken connection
+// after the whole message went out says that it may have been sent.
+func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from string, rcpts []string, msg io.Reader) (*Result, error) {
+	if err := c.checkConfig(); err != nil {
+		return nil, err
+	}
+	if !creds.Valid() {
+		return nil, mailerr.New(mailerr.NoCredentials, "no mailbox credentials for sending mail")
+	}
+	if msg == nil {
+		return nil, mailerr.New(mailerr.Internal, "no message to send")
+	}
+	from = strings.TrimSpace(from)
+	if err := checkEnvelope("sender", from); err != nil {
+		return nil, err
+	}
+	rcpts, err := normaliseRecipients(rcpts)
+	if err != nil {
+		return nil, err
+	}
+	size := int64(-1)
+	if l, ok := msg.(interface{ Len() int }); ok {
+		size = int64(l.Len())
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	start := time.Now()
+	s := &session{cfg: c.cfg, ctx: ctx}
+	res, reply, err := s.send(creds, from, rcpts, msg, size)
+	log := c.log.With("user", creds, "server", c.cfg.addr(), "ms", time.Since(start).Milliseconds())
+	if err != nil {
+		log.DebugContext(ctx, "submission failed", "stage", s.phase.String(), "err", err)
+		return nil, err
+	}
+	log.InfoContext(ctx, "message submitted", "bytes", s.sent, "accepted", len(res.Accepted),
+		"rejected", len(res.Rejected), "reply", reply)
+	return res, nil
+}
+
+func (c *Client) checkConfig() error {
+	switch c.cfg.Security {
+	case TLS, StartTLS:
+	case Plain:
+		if !c.cfg.AllowPlaintextAuth {
+			return mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted SMTP without allowing plain-text logins")
+		}
+	default:
+		return mailerr.Newf(mailerr.Internal, "the gateway's SMTP security setting %q is not one of tls, starttls, plain", string(c.cfg.Security))
+	}
+	if c.cfg.Host == "" || c.cfg.Port <= 0 || c.cfg.Port > 65535 {
+		return mailerr.New(mailerr.Internal, "the gateway has no valid SMTP server address configured")
+	}
+	return nil
+}
+
+// checkEnvelope refuses what cannot go into MAIL FROM:<...> or RCPT
+// TO:<...> as is: line breaks and other controls (command injection), angle
+// brackets, and non-ASCII (which would need SMTPUTF8).
+func checkEnvelope(what, addr string) error {
+	if addr == "" {
+		return mailerr.Newf(mailerr.BadInput, "the %s address is empty", what)
+	}
+	for i := 0; i < len(addr); i++ {
+		switch c := addr[i]; {
+		case c < 0x20 || c == 0x7f:
+			return mailerr.Newf(mailerr.BadInput, "the %s address contains a line break or control character", what)
+		case c >= 0x80:
+			return mailerr.Newf(mailerr.BadInput, "the %s address %q is not ASCII; addresses with non-ASCII characters would need SMTPUTF8, which this gateway does not use", what, addr)
+		case c == '<' || c == '>':
+			return mailerr.Newf(mailerr.BadInput, "the %s address %q must be given without angle brackets", what, addr)
+		}
+	}
+	if len(addr) > 254 {
+		return mailerr.Newf(mailerr.BadInput, "the %s address is longer than 254 characters", what)
+	}
+	return nil
+}
+
+// normaliseRecipients checks rcpts and drops duplicates (compared
+// case-insensitively), keeping the first spelling.
+func normaliseRecipients(rcpts []string) ([]string, error) {
+	if len(rcpts) == 0 {
+		return nil, mailerr.New(mailerr.BadInput, "no recipients")
+	}
+	out := make([]string, 0, len(rcpts))
+	seen := make(map[string]bool, len(rcpts))
+	for _, r := range rcpts {
+		r = strings.TrimSpace(r)
+		if err := checkEnvelope("recipient", r); err != nil {
+			return nil, err
+		}
+		if k := strings.ToLower(r); !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// session is one Send's SMTP conversation.
+type session struct {
+	cfg   Config
+	ctx   context.Context
+	phase phase
+	sent  int64 // message bytes written
+}
+
+// send runs the conversation. go-smtp takes no context: the connection is
+// closed when ctx ends, which ends whatever go-smtp is waiting for.
+func (s *session) send(creds credentials.Credentials, from string, rcpts []string, msg io.Reader, size int64) (*Result, string, error) {
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	raw, err := d.DialContext(s.ctx, "tcp", s.cfg.addr())
+	if err != nil {
+		return nil, "", dialError(s.ctx, err)
+	}
+	defer raw.Close()
+	stop := context.AfterFunc(s.ctx, func() { raw.Close() })
+	defer stop()
+
+	sc, err := s.connect(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	defer sc.Close()
+	if err := s.auth(sc, creds); err != nil {
+		return nil, "", err
+	}
+	res, reply, err := s.transaction(sc, from, rcpts, msg, size)
+	if err != nil {
+		return nil, "", err
+	}
+	// The message is accepted: a failed QUIT changes nothing.
+	_ = sc.Quit()
+	return res, reply, nil
+}
+
+// connect does the TLS handshake or STARTTLS and EHLO, and checks that the
+// connection is encrypted unless plain text is allowed.
+func (s *session) connect(raw net.Conn) (*smtp.Client, error) {
+	s.phase = phaseConnect
+	tlsConf := s.cfg.tlsConfig()
+	var sc *smtp.Client
+	switch s.cfg.Security {
+	case TLS:
+		tc := tls.Client(raw, tlsConf)
+		if err := tc.HandshakeContext(s.ctx); err != nil {
+			return nil, s.fail(fmt.Errorf("TLS handshake: %w", err), "")
+		}
+		sc = smtp.NewClient(tc)
+	case StartTLS:
+		// go-smtp's only STARTTLS entry point: greeting, EHLO localhost,
+		// STARTTLS, or an error when the server does not offer it. The
+		// handshake itself happens at the EHLO below.
+		var err error
+		if sc, err = smtp.NewClientStartTLS(raw, tlsConf); err != nil {
+			return nil, s.startTLSError(err)
+		}
+	default:
+		sc = smtp.NewClient(raw)
+	}
+	// go-smtp puts these deadlines on the socket per command. The context
+	// (which ends at Timeout at the latest) should be what ends a Send:
+	// leave it a margin.
+	sc.CommandTimeout = s.cfg.Timeout + 5*time.Second
+	sc.SubmissionTimeout = s.cfg.Timeout + 5*time.Second
+	if err := sc.Hello(s.cfg.LocalName); err != nil {
+		sc.Close()
+		return nil, s.fail(err, "")
+	}
+	if st, ok := sc.TLSConnectionState(); (!ok || !st.HandshakeComplete) && !s.cfg.AllowPlaintextAuth {
+		sc.Close()
+		return nil, mailerr.New(mailerr.Internal, "refusing to log in to the mail server over an unencrypted connection")
+	}
+	return sc, nil
+}
+
+// startTLSError classifies a failed STARTTLS. go-smtp reports a server
+// that does not offer STARTTLS with an untyped error, so everything that is
+// not a server answer, a network failure or the context ending lands in one
+// message that says both.
+func (s *session) startTLSError(err error) error {
+	var se *smtp.SMTPError
+	if errors.As(err, &se) || s.ctx.Err() != nil || isNetError(err) {
+		return s.fail(err, "")
+	}
+	return mailerr.Wrap(mailerr.Unavailable, err,
+		"the mail server does not offer STARTTLS (or the STARTTLS exchange failed); refusing to send the password without encryption. Check the SMTP security setting and port (starttls on 587, tls on 465)")
+}
+
+// auth logs in with AUTH PLAIN, or AUTH LOGIN when PLAIN is not offered.
+func (s *session) auth(sc *smtp.Client, creds credentials.Credentials) error {
+	s.phase = phaseAuth
+	if ok, _ := sc.Extension("AUTH"); !ok {
+		return mailerr.New(mailerr.Unavailable,
+			"the mail server does not offer authentication on this connection; check the SMTP port and security setting (submission is usually starttls on 587 or tls on 465)")
+	}
+	var mech sasl.Client
+	switch {
+	case sc.SupportsAuth(sasl.Plain):
+		mech = sasl.NewPlainClient("", creds.User, creds.Password())
+	case sc.SupportsAuth(sasl.Login):
+		mech = &loginClient{user: creds.User, pass: creds.Password()}
+	default:
+		_, mechs := sc.Extension("AUTH")
+		return mailerr.Newf(mailerr.Unavailable,
+			"the mail server offers no password login this gateway supports (PLAIN or LOGIN); it offers: %s", printable(mechs, 80))
+	}
+	if err := sc.Auth(mech); err != nil {
+		return s.failPolitely(sc, err, "")
+	}
+	return nil
+}
+
+// transaction sends MAIL FROM, RCPT TO for each recipient, and the message.
+func (s *session) transaction(sc *smtp.Client, from string, rcpts []string, msg io.Reader, size int64) (*Result, string, error) {
+	s.phase = phaseMail
+	opts := &smtp.MailOptions{} // never UTF8: see the package comment
+	if size >= 0 {
+		if max, ok := sc.MaxMessageSize(); ok && max > 0 && size > int64(max) {
+			_ = sc.Quit()
+			return nil, "", mailerr.Newf(mailerr.TooLarge,
+				"the message is too large for the mail server (%d bytes; it accepts at most %d)", size, max)
+		}
+		opts.Size = size
+	}
+	if err := sc.Mail(from, opts); err != nil {
+		return nil, "", s.failPolitely(sc, err, from)
+	}
+
+	s.phase = phaseRcpt
+	res := &Result{}
+	for _, r := range rcpts {
+		err := sc.Rcpt(r, nil)
+		if err == nil {
+			res.Accepted = append(res.Accepted, r)
+			continue
+		}
+		var se *smtp.SMTPError
+		if !errors.As(err, &se) || se.Code == 421 {
+			return nil, "", s.fail(err, r) // the connection is gone
+		}
+		res.Rejected = append(res.Rejected, Rejection{Address: r, Code: se.Code, Message: reason(se)})
+	}
+	if len(res.Accepted) == 0 {
+		_ = sc.Quit()
+		return nil, "", recipientsError(res.Rejected)
+	}
+
+	s.phase = phaseData
+	w, err := sc.Data()
+	if err != nil {
+		return nil, "", s.failPolitely(sc, err, "")
+	}
+	cr := &countingReader{r: msg}
+	if _, err := io.Copy(w, cr); err != nil {
+		if cr.err != nil {
+			// Without the final dot the server discards what it got.
+			sc.Close()
+			return nil, "", mailerr.Wrap(mailerr.Internal, cr.err, "could not read the message to send; nothing was sent")
+		}
+		return nil, "", s.fail(err, "")
+	}
+	s.sent = cr.n
+	s.phase = phaseDataEnd
+	resp, err := w.CloseWithResponse()
+	if err != nil {
+		return nil, "", s.failPolitely(sc, err, "")
+	}
+	s.phase = phaseDone
+	return res, printable(resp.StatusText, 200), nil
+}
+
+// fail classifies err. An error that is not a server answer, met after ctx
+// ended, is the context's doing: the connection was closed under go-smtp.
+func (s *session) fail(err error, subject string) error {
+	var se *smtp.SMTPError
+	if !errors.As(err, &se) {
+		if s.ctx.Err() != nil {
+			return contextError(s.ctx, s.phase)
+		}
+		if isTimeout(err) {
+			return timeoutError(err, s.phase)
+		}
+	}
+	return classify(s.phase, err, subject)
+}
+
+// failPolitely is fail, saying QUIT first when the server answered (the
+// connection is still in order), so that it logs a clean end.
+func (s *session) failPolitely(sc *smtp.Client, err error, subject string) error {
+	out := s.fail(err, subject)
+	var se *smtp.SMTPError
+	if errors.As(err, &se) && se.Code != 421 {
+		_ = sc.Quit()
+	}
+	return out
+}
+
+// countingReader counts bytes and keeps the reader's own error apart from
+// the connection's.
+type countingReader struct {
+	r   io.Reader
+	n   int64
+	err error
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	if err != nil && err != io.EOF {
+		c.err = err
+	}
+	return n, err
+}
+
+// loginClient is SASL LOGIN (draft-murchison-sasl-login) that answers the
+// first challenge with the user name and the second with the password,
+// whatever their text: servers word the prompts differently, and go-sasl's
+// client only accepts "Password:" after an initial response some servers
+// do not take.
+type loginClient struct {
+	user, pass string
+	step       int
+}
+
+func (a *loginClient) Start() (string, []byte, error) { return sasl.Login, nil, nil }
+
+func (a *loginClient) Next([]byte) ([]byte, error) {
+	a.step++
+	switch a.step {
+	case 1:
+		return []byte(a.user), nil
+	case 2:
+		return []byte(a.pass), nil
+	}
+	return nil, errors.New("AUTH LOGIN: unexpected third challenge")
+}
