@@ -487,3 +487,71 @@ func TestWrongPasswordThenRight(t *testing.T) {
 		t.Errorf("pool opened %d connections, want 1 (the failed login must not be pooled)", st.Opened)
 	}
 }
+
+// A cursor taken before a folder was deleted and created again (so the
+// server gave it a new UIDVALIDITY) is refused with a clear error instead of
+// silently paging through different messages.
+func TestCursorRefusedAfterUIDValidityChange(t *testing.T) {
+	s := seededStack(t)
+	g := startGateway(t, s)
+	c := mailtest.MCPClient(t, g.URL, userHeaders(s, bob), "")
+	d := direct(t, s, bob)
+	const folder = "Rebuilt"
+	fill := func() uint32 {
+		t.Helper()
+		if err := d.Create(folder, nil).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			raw := fmt.Sprintf("From: a@example.org\r\nTo: bob@example.test\r\nSubject: rebuilt %d\r\nMessage-ID: <rebuilt%d.%d@example.org>\r\n\r\nx\r\n", i, i, time.Now().UnixNano())
+			cmd := d.Append(folder, int64(len(raw)), nil)
+			cmd.Write([]byte(raw))
+			cmd.Close()
+			if _, err := cmd.Wait(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := d.Status(folder, &imap.StatusOptions{UIDValidity: true}).Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.UIDValidity
+	}
+	uv1 := fill()
+	t.Cleanup(func() { d.Delete(folder).Wait() })
+
+	var page mailbox.Page
+	mailtest.Decode(t, mailtest.Call(t, c, "imap_list_emails", map[string]any{"folder": folder, "limit": 1}), &page)
+	if page.NextCursor == "" || page.UIDValidity != uv1 {
+		t.Fatalf("first page: cursor %q, uidvalidity %d (server says %d)", page.NextCursor, page.UIDValidity, uv1)
+	}
+	var found mailbox.Page
+	mailtest.Decode(t, mailtest.Call(t, c, "imap_search_emails", map[string]any{"folder": folder, "subject": "rebuilt", "limit": 1}), &found)
+	if found.NextCursor == "" {
+		t.Fatal("search gave no cursor")
+	}
+
+	if err := d.Delete(folder).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	if uv2 := fill(); uv2 == uv1 {
+		t.Fatalf("the server kept UIDVALIDITY %d for the new folder: the test proves nothing", uv1)
+	}
+	for _, call := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"imap_list_emails", map[string]any{"folder": folder, "cursor": page.NextCursor}},
+		{"imap_search_emails", map[string]any{"folder": folder, "subject": "rebuilt", "cursor": found.NextCursor}},
+	} {
+		res := mailtest.Call(t, c, call.tool, call.args)
+		if !res.IsError || !strings.Contains(mailtest.Text(res), "UIDVALIDITY changed") {
+			t.Errorf("%s with a stale cursor: IsError=%v %q", call.tool, res.IsError, mailtest.Text(res))
+		}
+	}
+	// Without the cursor the rebuilt folder lists normally.
+	mailtest.Decode(t, mailtest.Call(t, c, "imap_list_emails", map[string]any{"folder": folder}), &page)
+	if len(page.Messages) != 3 {
+		t.Fatalf("rebuilt folder lists %d messages, want 3", len(page.Messages))
+	}
+}
