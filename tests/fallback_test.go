@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/emersion/go-imap/v2"
@@ -29,6 +30,8 @@ type capProxy struct {
 	mu       sync.Mutex
 	commands []string
 	conns    []net.Conn
+
+	fromServer atomic.Int64 // bytes the server sent, literals included
 }
 
 func startCapProxy(t *testing.T, target string, drop ...string) *capProxy {
@@ -66,8 +69,8 @@ func (p *capProxy) serve() {
 		p.mu.Lock()
 		p.conns = append(p.conns, client, server)
 		p.mu.Unlock()
-		go p.pipe(client, server, p.recordLine)
-		go p.pipe(server, client, p.rewriteLine)
+		go p.pipe(client, server, p.recordLine, nil)
+		go p.pipe(server, client, p.rewriteLine, &p.fromServer)
 	}
 }
 
@@ -75,17 +78,23 @@ var literalAtEnd = regexp.MustCompile(`\{(\d+)\+?\}\r\n$`)
 
 // pipe copies from src to dst a line at a time, passing each line (not the
 // literal data that follows a {n} marker) through edit.
-func (p *capProxy) pipe(src, dst net.Conn, edit func(string) string) {
+func (p *capProxy) pipe(src, dst net.Conn, edit func(string) string, count *atomic.Int64) {
 	defer dst.Close()
 	r := bufio.NewReader(src)
 	for {
 		line, err := r.ReadString('\n')
 		if line != "" {
+			if count != nil {
+				count.Add(int64(len(line)))
+			}
 			if _, werr := io.WriteString(dst, edit(line)); werr != nil {
 				return
 			}
 			if m := literalAtEnd.FindStringSubmatch(line); m != nil {
 				n, _ := strconv.Atoi(m[1])
+				if count != nil {
+					count.Add(int64(n))
+				}
 				if _, err := io.CopyN(dst, r, int64(n)); err != nil {
 					return
 				}
@@ -200,5 +209,64 @@ func TestFallbacksWithoutListStatusAndESearch(t *testing.T) {
 	}
 	if proxy.sent("UID SEARCH") == 0 {
 		t.Error("no UID SEARCH went through the proxy: the test proves nothing")
+	}
+}
+
+// Reading a message with a 25 MB attachment fetches its text part and its
+// structure, not the attachment: the bytes the server sends for the read are
+// counted on the wire by the proxy.
+func TestReadHugeMessageFetchesOnlyText(t *testing.T) {
+	s := seededStack(t)
+	proxy := startCapProxy(t, s.IMAPAddr())
+	g := startGateway(t, s, "IMAP_PORT="+strconv.Itoa(proxy.port()), "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true", "MAIL_CA_FILE=")
+	c := mailtest.MCPClient(t, g.URL, userHeaders(s, bob), "")
+	d := direct(t, s, bob)
+
+	const attachment = 25 << 20
+	const line = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVo0NTY3ODkwMTIzNDU2Nzg5MDEyMzQ1Njc4\r\n"
+	var b strings.Builder
+	b.WriteString("From: Big Sender <big@example.org>\r\nTo: bob@example.test\r\nSubject: the 25 MB report\r\n" +
+		"Message-ID: <huge@example.org>\r\nDate: Tue, 03 Nov 2026 09:00:00 +0000\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: multipart/mixed; boundary=huge\r\n\r\n--huge\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" +
+		"Here is the quarterly data dump. Grüße!\r\n--huge\r\nContent-Type: application/octet-stream\r\n" +
+		"Content-Disposition: attachment; filename=dump.bin\r\nContent-Transfer-Encoding: base64\r\n\r\n")
+	for n := 0; n <= attachment/57; n++ { // 57 bytes a line once decoded
+		b.WriteString(line)
+	}
+	b.WriteString("--huge--\r\n")
+	raw := b.String()
+	// A folder of its own, so the other tests' view of INBOX is unchanged.
+	const folder = "Huge"
+	if err := d.Create(folder, nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Delete(folder).Wait() })
+	cmd := d.Append(folder, int64(len(raw)), nil)
+	cmd.Write([]byte(raw))
+	cmd.Close()
+	ad, err := cmd.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Warm the connection (login, EXAMINE) so only the read is measured.
+	mailtest.Call(t, c, "imap_list_emails", map[string]any{"folder": folder, "limit": 1})
+	before := proxy.fromServer.Load()
+	var m mailbox.Message
+	mailtest.Decode(t, mailtest.Call(t, c, "imap_read_email", map[string]any{"folder": folder, "uid": ad.UID}), &m)
+	fetched := proxy.fromServer.Load() - before
+
+	if !strings.Contains(m.Text, "quarterly data dump. Grüße!") {
+		t.Errorf("text: %q", m.Text)
+	}
+	if len(m.Attachments) != 1 || m.Attachments[0].Filename != "dump.bin" || m.Attachments[0].Size < attachment {
+		t.Errorf("attachments: %+v", m.Attachments)
+	}
+	if m.Size < int64(len(raw)) {
+		t.Errorf("size %d, message is %d bytes", m.Size, len(raw))
+	}
+	t.Logf("reading a %d-byte message moved %d bytes from the server", len(raw), fetched)
+	if fetched > 64<<10 {
+		t.Fatalf("reading the message moved %d bytes from the server: the attachment was fetched", fetched)
 	}
 }
