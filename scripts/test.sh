@@ -19,6 +19,7 @@
 # The exit status is non-zero if gofmt, vet or any test failed.
 #
 # Environment: CI (passed on to the tests), TEST_SHORT=1 (go test -short),
+# FUZZ_TIME (how long each fuzz target runs on a full run, default 5s; 0 skips),
 # TEST_KEEP_LOG=1 (keep the full go test -json log, path printed at the end).
 set -uo pipefail
 
@@ -62,6 +63,22 @@ elif ! command -v dovecot >/dev/null || ! command -v postfix >/dev/null; then
   step "no dpkg/apt-get: install Dovecot 2.3 (imapd, lmtpd) and Postfix yourself; the mail stack tests will skip"
 fi
 
+# --- npm packages of the real-client tests (tests/clients) ------------------
+# tests/clients_test.go runs mcp-remote and the TypeScript SDK from
+# tests/clients/node_modules, installed exactly from package-lock.json. Without
+# Node.js/npm those tests skip (fail when CI=true).
+if command -v npm >/dev/null && command -v node >/dev/null; then
+  step "npm ci (tests/clients, node $(node --version))"
+  if ! (cd tests/clients && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "FAIL: npm ci in tests/clients"
+    npm_failed=1
+  else
+    echo "ok"
+  fi
+else
+  step "node/npm not found: the real MCP client tests will skip (or fail if CI=true); install Node.js 20.18+ with npm"
+fi
+
 # --- arguments: go test flags, and packages if any are named ------------------
 pkgs=() flags=()
 for a in "$@"; do
@@ -81,6 +98,7 @@ fi
 [ "${TEST_SHORT:-}" = 1 ] && test_flags+=(-short)
 
 failed_steps=()
+[ -n "${npm_failed:-}" ] && failed_steps+=("npm ci")
 
 # --- gofmt --------------------------------------------------------------------
 step "gofmt -l"
@@ -252,6 +270,54 @@ else
        END { if (!f && ts != 0) f = 1; printf "%d passed, %d failed, %d skipped\n", p, f, s }' "$log" >"$counts"
 fi
 [ "$test_status" != 0 ] && failed_steps+=("go test")
+
+# The benchmark's smoke run: 1,000 messages, few calls per tool, every tool
+# through the gateway binary and the same IMAP commands direct; it fails on
+# any error or wrong answer (the targets are for the full, manual run: see
+# docs/benchmarks.md). Whole-repository runs only; TEST_SKIP_BENCH=1 skips it.
+if [ $scoped = 0 ] && [ "${TEST_SKIP_BENCH:-}" != 1 ]; then
+  step "benchmark smoke run: go run ./cmd/mailbox-bench -smoke"
+  if [ "$(id -u)" != 0 ] || ! command -v dovecot >/dev/null || ! command -v postfix >/dev/null; then
+    if [ "${CI:-false}" != false ]; then
+      echo "FAIL: the smoke run needs root and Dovecot/Postfix"; failed_steps+=("bench smoke")
+    else
+      echo "skipped: needs root and Dovecot/Postfix"
+    fi
+  else
+    benchlog=$(mktemp "${TMPDIR:-/tmp}/mailbox-mcp-bench.XXXXXX")
+    if timeout 600 go run ./cmd/mailbox-bench -smoke >"$benchlog" 2>&1; then
+      grep -E '^\| (imap|smtp)_[a-z_]+ \| (1|64) \|' "$benchlog" || true
+      echo "ok"
+    else
+      cat "$benchlog"; echo "FAIL: benchmark smoke run"; failed_steps+=("bench smoke")
+    fi
+    rm -f "$benchlog"
+  fi
+fi
+
+# --- fuzzing -------------------------------------------------------------------
+# Every Fuzz target (found in the *_test.go files) runs for FUZZ_TIME (default
+# 5s; 0 skips the step), one target per go test invocation as -fuzz requires.
+# Only on a full run: a scoped run is for quick iteration. A failure leaves the
+# crashing input in the package's testdata/fuzz/<target>/: commit it, so that
+# it becomes a regular test case.
+fuzz_time=${FUZZ_TIME:-5s}
+if [ $scoped = 0 ] && [ "$fuzz_time" != 0 ]; then
+  step "fuzz: each target for $fuzz_time"
+  fuzz_failed=0
+  while IFS=: read -r file target; do
+    dir=./$(dirname "$file")
+    if out=$(go test -run='^$' -fuzz="^${target}\$" -fuzztime="$fuzz_time" "$dir" 2>&1); then
+      echo "ok   $dir $target"
+    else
+      echo "FAIL $dir $target"
+      printf '%s\n' "$out" | grep -v '^fuzz: elapsed' | sed 's/^/    /'
+      fuzz_failed=1
+    fi
+  done < <(grep -rEo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]+\(' internal cmd 2>/dev/null \
+             | sed -E 's/:func (Fuzz[A-Za-z0-9_]+)\($/:\1/' | sort)
+  [ $fuzz_failed = 1 ] && failed_steps+=(fuzz)
+fi
 
 if [ "${TEST_KEEP_LOG:-}" = 1 ]; then
   echo; echo "full go test log: $log"

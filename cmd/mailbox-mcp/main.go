@@ -23,6 +23,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/buildinfo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 )
 
 // Exit codes.
@@ -74,6 +75,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitOK
 	case "help":
 		fmt.Fprint(stdout, usage)
+		return exitOK
+	case "tools-doc": // hidden: go run ./cmd/mailbox-mcp tools-doc > docs/tools.md
+		stdout.Write(tools.Markdown(tools.DocTools()))
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "mailbox-mcp: unknown command %q\n\n%s", cmd, usage)

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -19,10 +20,12 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/buildinfo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/httpapi"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/pool"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 )
 
@@ -40,10 +43,23 @@ type App struct {
 
 // New builds the gateway from cfg.
 func New(cfg *config.Config, log *slog.Logger) (*App, error) {
-	sealer, err := credentials.NewSealer(cfg.Key())
+	var previous [][]byte
+	if k := cfg.PreviousKey(); k != nil {
+		previous = append(previous, k)
+	}
+	sealer, err := credentials.NewSealer(cfg.Key(), previous...)
 	if err != nil {
 		return nil, err
 	}
+	proxies, err := cfg.ProxyNets()
+	if err != nil {
+		return nil, err
+	}
+	limits := guard.New(guard.Config{
+		RatePerMinute: cfg.RateLimitPerMinute, Burst: cfg.RateLimitBurst,
+		FailuresPerUser: cfg.LoginBackoffFailures, FailuresPerAddress: cfg.LoginBackoffPerAddress,
+		Delay: cfg.LoginBackoffDelay, MaxDelay: cfg.LoginBackoffMax,
+	})
 	tlsConf, err := cfg.TLSConfig(cfg.IMAPHost)
 	if err != nil {
 		return nil, err
@@ -51,12 +67,27 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	mb := mailbox.New(mailbox.Config{
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: mailbox.Security(cfg.IMAPMode()),
 		TLS: tlsConf, Timeout: cfg.IMAPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
+		Guard: limits,
 	}, pool.Config{
 		MaxTotal: cfg.MaxPoolSize, MaxPerKey: cfg.MaxPoolPerUser, IdleTimeout: cfg.PoolIdleTime,
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second,
 	}, log)
 
-	deps := tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), SMTPEnabled: cfg.SMTPEnabled()}
+	deps := tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), SMTPEnabled: cfg.SMTPEnabled(), Guard: limits}
+	if cfg.SMTPEnabled() {
+		smtpTLS, err := cfg.TLSConfig(cfg.SMTPHost)
+		if err != nil {
+			mb.Close(context.Background())
+			return nil, err
+		}
+		deps.Submission = submission.New(submission.Config{
+			Host: cfg.SMTPHost, Port: cfg.SMTPPort, Security: submission.Security(cfg.SMTPMode()),
+			TLS: smtpTLS, Timeout: cfg.SMTPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
+			Guard: limits,
+		}, log)
+		deps.SentFolder, deps.MaxRecipients = cfg.SentFolder, cfg.SMTPMaxRecipients
+		deps.MaxAttachmentBytes, deps.MaxRequestBytes = cfg.AttachmentLimit(), cfg.MaxRequestBytes
+	}
 	mcpServer := server.NewMCPServer("mailbox-mcp", buildinfo.Version(),
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions),
@@ -73,11 +104,16 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		// Streaming must stay off: in stateless mode a GET stream would
 		// receive every client's notifications (NOTES.md).
 		server.WithDisableStreaming(true),
+		// httpapi owns the Host rule (DNS-rebinding protection, with
+		// ALLOWED_HOSTS for a same-host reverse proxy); mcp-go's own check
+		// would refuse those hosts on a loopback connection.
+		server.WithDisableLocalhostProtection(true),
 		server.WithStreamableHTTPLogger(log.With("component", "mcp")),
 	)
 	handler := httpapi.New(httpapi.Options{
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,
 		MaxRequestBytes: cfg.MaxRequestBytes, Logger: log,
+		Loopback: cfg.LoopbackBind(), AllowedHosts: cfg.AllowedHosts, TrustedProxies: proxies,
 	}, streamable)
 	return &App{cfg: cfg, log: log, mailbox: mb, handler: handler}, nil
 }
@@ -111,6 +147,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	if a.cfg.PprofAddr != "" {
+		stopPprof, err := a.servePprof()
+		if err != nil {
+			srv.Close()
+			<-errc
+			return err
+		}
+		defer stopPprof()
+	}
 	a.log.Info("listening", "addr", ln.Addr().String(), "imap", net.JoinHostPort(a.cfg.IMAPHost, fmt.Sprint(a.cfg.IMAPPort)),
 		"imap_security", string(a.cfg.IMAPMode()), "smtp_enabled", a.cfg.SMTPEnabled(), "version", buildinfo.Version())
 
@@ -135,6 +180,27 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	a.log.Info("stopped")
 	return nil
+}
+
+// servePprof serves net/http/pprof on PPROF_ADDR, a listener of its own
+// (config refuses the public port), until the returned stop is called. The
+// handlers are mounted on a private mux, never on the public one.
+func (a *App) servePprof() (stop func(), err error) {
+	ln, err := net.Listen("tcp", a.cfg.PprofAddr)
+	if err != nil {
+		return nil, fmt.Errorf("cannot listen on PPROF_ADDR %s: %w", a.cfg.PprofAddr, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(a.log.Handler(), slog.LevelWarn)}
+	go srv.Serve(ln)
+	a.log.Warn("profiling endpoint enabled (PPROF_ADDR): do not expose it", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
 }
 
 // Run listens on the configured address and serves until ctx ends.

@@ -51,6 +51,13 @@ type gateway struct {
 // with debug logging captured.
 func startDemoGateway(t *testing.T, env ...string) *gateway {
 	t.Helper()
+	return startDemoGatewayWith(t, false, env...)
+}
+
+// startDemoGatewayWith is startDemoGateway, with the demo's SMTP server
+// configured (as `mailbox-mcp demo` does) when smtp is true.
+func startDemoGatewayWith(t *testing.T, smtp bool, env ...string) *gateway {
+	t.Helper()
 	srv, err := demo.Start(context.Background(), demo.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -58,8 +65,13 @@ func startDemoGateway(t *testing.T, env ...string) *gateway {
 	t.Cleanup(func() { srv.Close() })
 	key, _ := credentials.NewKey()
 	host, port, _ := net.SplitHostPort(srv.IMAPAddr)
-	vars := append([]string{"IMAP_HOST=" + host, "IMAP_PORT=" + port, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true",
-		"ENCRYPTION_KEY=" + key, "LOG_LEVEL=debug"}, env...)
+	vars := []string{"IMAP_HOST=" + host, "IMAP_PORT=" + port, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true",
+		"ENCRYPTION_KEY=" + key, "LOG_LEVEL=debug"}
+	if smtp {
+		sh, sp, _ := net.SplitHostPort(srv.SMTPAddr)
+		vars = append(vars, "SMTP_HOST="+sh, "SMTP_PORT="+sp, "SMTP_SECURITY=plain")
+	}
+	vars = append(vars, env...)
 	cfg, err := config.FromEnv(vars)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"reflect"
@@ -46,11 +47,16 @@ type Config struct {
 	SMTPTLS      bool          `env:"SMTP_TLS" envDefault:"true" desc:"true: implicit TLS on port 465, STARTTLS otherwise; false: plain text"`
 	SMTPSecurity Security      `env:"SMTP_SECURITY" desc:"tls, starttls or plain; overrides SMTP_TLS"`
 	SMTPTimeout  time.Duration `env:"SMTP_TIMEOUT" envDefault:"60s" desc:"deadline for one SMTP send"`
+	// Sending limits and the Sent copy (the smtp_ tools).
+	SMTPMaxRecipients  int    `env:"SMTP_MAX_RECIPIENTS" envDefault:"100" desc:"most recipients (To, Cc and Bcc together) of one message sent by the smtp_ tools"`
+	MaxAttachmentBytes int64  `env:"MAX_ATTACHMENT_BYTES" envDefault:"0" desc:"largest total decoded size of the attachments of one sent message; 0 means 3/4 of MAX_REQUEST_BYTES (attachments arrive base64-encoded inside the request, so raise both together)"`
+	SentFolder         string `env:"SENT_FOLDER" desc:"folder that receives the copy of sent mail; empty finds it (SPECIAL-USE \\Sent, then common names); none saves no copy (for servers that file sent mail themselves, such as Gmail)"`
 
 	MailCAFile         string `env:"MAIL_CA_FILE" desc:"PEM file of extra CA certificates to trust for the IMAP and SMTP servers (self-signed servers)"`
 	AllowPlaintextAuth bool   `env:"ALLOW_PLAINTEXT_AUTH" envDefault:"false" desc:"allow sending passwords over an unencrypted mail connection (local development only)"`
 
-	EncryptionKey string `env:"ENCRYPTION_KEY,required" desc:"64 hex characters (32 bytes) sealing credential tokens; make one with 'mailbox-mcp keygen' (required)"`
+	EncryptionKey         string `env:"ENCRYPTION_KEY,required" desc:"64 hex characters (32 bytes) sealing credential tokens; make one with 'mailbox-mcp keygen' (required)"`
+	EncryptionKeyPrevious string `env:"ENCRYPTION_KEY_PREVIOUS" desc:"the key ENCRYPTION_KEY replaced, during a key rotation: tokens sealed with it still open (new tokens use ENCRYPTION_KEY); remove it once old tokens may stop working"`
 
 	BindAddress     string        `env:"BIND_ADDRESS" envDefault:"127.0.0.1" desc:"address the HTTP server listens on; 0.0.0.0 in containers"`
 	Port            int           `env:"PORT" envDefault:"3000" desc:"HTTP port"`
@@ -62,6 +68,18 @@ type Config struct {
 	MaxPoolSize    int           `env:"MAX_POOL_SIZE" envDefault:"50" desc:"most IMAP connections open at once, all users together"`
 	MaxPoolPerUser int           `env:"MAX_POOL_PER_USER" envDefault:"4" desc:"most IMAP connections open at once for one user"`
 	PoolIdleTime   time.Duration `env:"POOL_IDLE_TIMEOUT" envDefault:"5m" desc:"an idle pooled IMAP connection is closed after this long"`
+
+	// Abuse limits and host checks (internal/guard, internal/httpapi; SECURITY.md).
+	RateLimitPerMinute     float64       `env:"RATE_LIMIT_PER_MINUTE" envDefault:"0" desc:"tool calls one mailbox user may make per minute, sustained; 0 turns the rate limit off"`
+	RateLimitBurst         int           `env:"RATE_LIMIT_BURST" envDefault:"30" desc:"tool calls one user may make at once above the sustained rate"`
+	LoginBackoffFailures   int           `env:"LOGIN_BACKOFF_FAILURES" envDefault:"5" desc:"failed logins in a row for one user name after which the gateway stops trying that user's logins for a while; 0 turns it off"`
+	LoginBackoffPerAddress int           `env:"LOGIN_BACKOFF_FAILURES_PER_ADDRESS" envDefault:"20" desc:"failed logins from one client address (any user names) after which that address's logins are refused for a while; 0 turns it off"`
+	LoginBackoffDelay      time.Duration `env:"LOGIN_BACKOFF_DELAY" envDefault:"1m" desc:"first refusal period of the login back-off; it doubles with each further failure"`
+	LoginBackoffMax        time.Duration `env:"LOGIN_BACKOFF_MAX" envDefault:"15m" desc:"longest refusal period of the login back-off"`
+	AllowedHosts           []string      `env:"ALLOWED_HOSTS" envSeparator:"," desc:"comma-separated Host header values accepted besides localhost, 127.0.0.1 and [::1] (e.g. the name a same-host reverse proxy forwards); empty: only those when BIND_ADDRESS is loopback, any otherwise"`
+	TrustedProxies         []string      `env:"TRUSTED_PROXIES" envSeparator:"," desc:"comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (for the per-address login back-off); empty trusts none"`
+
+	PprofAddr string `env:"PPROF_ADDR" desc:"host:port of a separate admin listener serving net/http/pprof (CPU and heap profiles); empty turns it off; keep it on loopback, never the public address"`
 }
 
 // Problems is every reason the configuration was refused, one per line.
@@ -136,6 +154,8 @@ func expectation(t reflect.Type) string {
 		return "expected true or false"
 	case reflect.Int, reflect.Int64:
 		return "expected a whole number"
+	case reflect.Float64:
+		return "expected a number"
 	}
 	return "expected a value of type " + t.String()
 }
@@ -222,12 +242,138 @@ func (c *Config) validate(vars map[string]string) []string {
 	if c.MaxPoolPerUser > c.MaxPoolSize && c.MaxPoolSize > 0 {
 		bad("MAX_POOL_PER_USER", "expected at most MAX_POOL_SIZE (%d), got %d", c.MaxPoolSize, c.MaxPoolPerUser)
 	}
+	if c.PprofAddr != "" {
+		if msg := c.checkPprofAddr(); msg != "" {
+			bad("PPROF_ADDR", "%s", msg)
+		}
+	}
+	if c.SMTPMaxRecipients < 1 {
+		bad("SMTP_MAX_RECIPIENTS", "expected a value greater than zero, got %q", vars["SMTP_MAX_RECIPIENTS"])
+	}
+	if c.MaxAttachmentBytes < 0 {
+		bad("MAX_ATTACHMENT_BYTES", "expected zero (derived from MAX_REQUEST_BYTES) or a positive number of bytes, got %q", vars["MAX_ATTACHMENT_BYTES"])
+	} else if c.MaxAttachmentBytes > 0 && c.MaxRequestBytes > 0 && c.MaxAttachmentBytes > c.MaxRequestBytes/4*3 {
+		bad("MAX_ATTACHMENT_BYTES", "%d can never be reached: attachments arrive base64-encoded (4/3 larger) inside a request capped by MAX_REQUEST_BYTES (%d); raise MAX_REQUEST_BYTES to at least %d too",
+			c.MaxAttachmentBytes, c.MaxRequestBytes, (c.MaxAttachmentBytes+2)/3*4+64<<10)
+	}
+	if strings.ContainsAny(c.SentFolder, "\r\n\x00") {
+		bad("SENT_FOLDER", "must not contain line breaks or NUL")
+	}
+	p = append(p, c.validateGuard(vars)...)
 	if c.MailCAFile != "" {
 		if _, err := c.LoadCAs(); err != nil {
 			bad("MAIL_CA_FILE", "%v", err)
 		}
 	}
 	return p
+}
+
+// checkPprofAddr checks that the profiling listener is a host:port of its
+// own: never the public listener, whose port it must not share.
+func (c *Config) checkPprofAddr() string {
+	host, port, err := net.SplitHostPort(c.PprofAddr)
+	if err != nil {
+		return fmt.Sprintf("expected host:port such as 127.0.0.1:6060, got %q", c.PprofAddr)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 1 || n > 65535 {
+		return fmt.Sprintf("expected a port number from 1 to 65535, got %q", c.PprofAddr)
+	}
+	if host != "" && host != "localhost" && net.ParseIP(host) == nil {
+		return fmt.Sprintf("expected an IP address or localhost as host, got %q", c.PprofAddr)
+	}
+	if n == c.Port {
+		return fmt.Sprintf("must not share PORT %d with the public listener: profiles must never be served on the public address", c.Port)
+	}
+	return ""
+}
+
+// validateGuard checks the key rotation, abuse-limit and host variables.
+func (c *Config) validateGuard(vars map[string]string) []string {
+	var p []string
+	bad := func(key, format string, args ...any) { p = append(p, key+": "+fmt.Sprintf(format, args...)) }
+	if c.EncryptionKeyPrevious != "" {
+		if msg := checkKey(c.EncryptionKeyPrevious); msg != "" {
+			bad("ENCRYPTION_KEY_PREVIOUS", "%s", msg)
+		} else if strings.EqualFold(c.EncryptionKeyPrevious, c.EncryptionKey) {
+			bad("ENCRYPTION_KEY_PREVIOUS", "is the same as ENCRYPTION_KEY; during a rotation it holds the old key")
+		}
+	}
+	if c.RateLimitPerMinute < 0 {
+		bad("RATE_LIMIT_PER_MINUTE", "expected 0 (off) or a positive number, got %q", vars["RATE_LIMIT_PER_MINUTE"])
+	}
+	if c.RateLimitBurst < 1 {
+		bad("RATE_LIMIT_BURST", "expected a value greater than zero, got %q", vars["RATE_LIMIT_BURST"])
+	}
+	for _, n := range []struct {
+		key string
+		v   int
+	}{{"LOGIN_BACKOFF_FAILURES", c.LoginBackoffFailures}, {"LOGIN_BACKOFF_FAILURES_PER_ADDRESS", c.LoginBackoffPerAddress}} {
+		if n.v < 0 {
+			bad(n.key, "expected 0 (off) or a positive number, got %q", vars[n.key])
+		}
+	}
+	if c.LoginBackoffDelay <= 0 {
+		bad("LOGIN_BACKOFF_DELAY", "expected a value greater than zero, got %q", vars["LOGIN_BACKOFF_DELAY"])
+	}
+	if c.LoginBackoffMax < c.LoginBackoffDelay {
+		bad("LOGIN_BACKOFF_MAX", "expected at least LOGIN_BACKOFF_DELAY (%s), got %s", c.LoginBackoffDelay, c.LoginBackoffMax)
+	}
+	for _, h := range c.AllowedHosts {
+		h = strings.TrimSpace(h)
+		if h == "" || strings.ContainsAny(h, " /@,*") {
+			bad("ALLOWED_HOSTS", "expected host names (optionally with :port) such as mail-mcp.example.com, got %q", h)
+		}
+	}
+	if _, err := c.ProxyNets(); err != nil {
+		bad("TRUSTED_PROXIES", "%v", err)
+	}
+	return p
+}
+
+// PreviousKey returns the decoded ENCRYPTION_KEY_PREVIOUS, or nil. It is
+// valid only after FromEnv succeeded.
+func (c *Config) PreviousKey() []byte {
+	if c.EncryptionKeyPrevious == "" {
+		return nil
+	}
+	k, _ := hex.DecodeString(c.EncryptionKeyPrevious)
+	return k
+}
+
+// ProxyNets parses TRUSTED_PROXIES: each an IP address or a CIDR.
+func (c *Config) ProxyNets() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range c.TrustedProxies {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			continue
+		}
+		if strings.Contains(s, "/") {
+			pfx, err := netip.ParsePrefix(s)
+			if err != nil {
+				return nil, fmt.Errorf("expected IP addresses or CIDRs such as 10.0.0.0/8, got %q", s)
+			}
+			out = append(out, pfx.Masked())
+			continue
+		}
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return nil, fmt.Errorf("expected IP addresses or CIDRs such as 10.0.0.0/8, got %q", s)
+		}
+		a = a.Unmap()
+		out = append(out, netip.PrefixFrom(a, a.BitLen()))
+	}
+	return out, nil
+}
+
+// LoopbackBind reports whether BIND_ADDRESS only accepts local connections.
+func (c *Config) LoopbackBind() bool {
+	if c.BindAddress == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(c.BindAddress)
+	return ip != nil && ip.IsLoopback()
 }
 
 // IMAPMode is the effective IMAP connection security.
@@ -254,6 +400,16 @@ func (c *Config) SMTPMode() Security {
 		return SecurityTLS
 	}
 	return SecurityStartTLS
+}
+
+// AttachmentLimit is the largest total decoded attachment size of one sent
+// message: MAX_ATTACHMENT_BYTES, or when that is 0, 3/4 of
+// MAX_REQUEST_BYTES (base64 makes 3 bytes 4 characters).
+func (c *Config) AttachmentLimit() int64 {
+	if c.MaxAttachmentBytes > 0 {
+		return c.MaxAttachmentBytes
+	}
+	return c.MaxRequestBytes / 4 * 3
 }
 
 // SMTPEnabled reports whether the smtp_ tools are offered.

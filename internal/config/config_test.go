@@ -71,6 +71,12 @@ func TestProblems(t *testing.T) {
 		{"origins", base("ALLOWED_ORIGINS=https://ok.example,notaurl"), []string{`ALLOWED_ORIGINS: expected * or a comma-separated list`}},
 		{"ca file", base("MAIL_CA_FILE=/nonexistent/ca.pem"), []string{"MAIL_CA_FILE: cannot read"}},
 		{"bind", base("BIND_ADDRESS=everywhere"), []string{"BIND_ADDRESS: expected an IP address"}},
+		{"max recipients", base("SMTP_MAX_RECIPIENTS=0"), []string{"SMTP_MAX_RECIPIENTS: expected a value greater than zero"}},
+		{"attachments beyond the request limit", base("MAX_ATTACHMENT_BYTES=1000000"), []string{"MAX_ATTACHMENT_BYTES: 1000000 can never be reached", "raise MAX_REQUEST_BYTES to at least 1398872"}},
+		{"negative attachments", base("MAX_ATTACHMENT_BYTES=-1"), []string{"MAX_ATTACHMENT_BYTES: expected zero"}},
+		{"pprof not host:port", base("PPROF_ADDR=6060"), []string{"PPROF_ADDR: expected host:port"}},
+		{"pprof bad host", base("PPROF_ADDR=my host:6060"), []string{"PPROF_ADDR: expected an IP address or localhost"}},
+		{"pprof on the public port", base("PORT=3000", "PPROF_ADDR=127.0.0.1:3000"), []string{"PPROF_ADDR: must not share PORT 3000"}},
 		{"several at once", []string{"PORT=abc"}, []string{"IMAP_HOST: required", "ENCRYPTION_KEY: required", "PORT: expected a whole number"}},
 	}
 	for _, tt := range tests {
@@ -90,6 +96,31 @@ func TestProblems(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The attachment cap follows the request limit unless set, and may not
+// exceed what a request can carry.
+func TestAttachmentLimit(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want int64
+	}{
+		{nil, 786432},
+		{[]string{"MAX_REQUEST_BYTES=4194304"}, 3145728},
+		{[]string{"MAX_ATTACHMENT_BYTES=500000"}, 500000},
+		{[]string{"MAX_REQUEST_BYTES=4194304", "MAX_ATTACHMENT_BYTES=3000000"}, 3000000},
+	} {
+		c, err := FromEnv(base(tc.env...))
+		if err != nil {
+			t.Fatalf("%v: %v", tc.env, err)
+		}
+		if got := c.AttachmentLimit(); got != tc.want {
+			t.Errorf("%v: AttachmentLimit %d, want %d", tc.env, got, tc.want)
+		}
+		if c.SMTPMaxRecipients != 100 || c.SentFolder != "" {
+			t.Errorf("defaults: %d %q", c.SMTPMaxRecipients, c.SentFolder)
+		}
 	}
 }
 

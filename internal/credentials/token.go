@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Token layout (version 1):
@@ -36,6 +37,9 @@ var (
 	ErrVersion    = errors.New("the credentials token has an unsupported version; make a new one with imap_encrypt_credentials")
 	ErrForeignKey = errors.New("the credentials token was sealed with a different key than this server's (made by another server, or the key was rotated); make a new one with imap_encrypt_credentials")
 	ErrTampered   = errors.New("the credentials token has been altered or truncated and cannot be opened")
+	// ErrNotUTF8 refuses to seal what the token's JSON payload could not
+	// carry unchanged (it would open as a different password).
+	ErrNotUTF8 = errors.New("the user name and password must be valid UTF-8 text to be sealed into a token")
 )
 
 type payload struct {
@@ -103,6 +107,9 @@ var b64 = base64.RawURLEncoding.Strict()
 func (s *Sealer) Seal(c Credentials) (string, error) {
 	if !c.Valid() {
 		return "", errors.New("credentials: user and password are required")
+	}
+	if !utf8.ValidString(c.User) || !utf8.ValidString(c.password) {
+		return "", ErrNotUTF8
 	}
 	plain, err := json.Marshal(payload{V: 1, U: c.User, P: c.password, IAT: time.Now().Unix()})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"strings"
 	"time"
@@ -31,6 +32,13 @@ type Options struct {
 	AllowedOrigins  []string // "*" allows any
 	MaxRequestBytes int64
 	Logger          *slog.Logger
+	// Loopback says the server listens on a loopback address only: then
+	// /mcp accepts only local Host names (plus AllowedHosts) and local
+	// browser origins (plus those listed by name in AllowedOrigins).
+	Loopback     bool
+	AllowedHosts []string
+	// TrustedProxies may name the client in X-Forwarded-For.
+	TrustedProxies []netip.Prefix
 }
 
 // New returns the gateway's HTTP handler, with mcp (mcp-go's streamable
@@ -38,8 +46,10 @@ type Options struct {
 func New(opts Options, mcp http.Handler) http.Handler {
 	log := opts.Logger.With("component", "http")
 	origins := newOriginPolicy(opts.AllowedOrigins)
+	origins.localOnly = opts.Loopback
+	hosts := newHostPolicy(opts.Loopback, opts.AllowedHosts)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", origins.wrap(limitBody(opts.MaxRequestBytes, mcpOnly(withCredentials(mcp)))))
+	mux.Handle("/mcp", hosts.wrap(origins.wrap(limitBody(opts.MaxRequestBytes, mcpOnly(clientAddr(opts.TrustedProxies, withCredentials(mcp)))))))
 	mux.HandleFunc("/health", health(opts.Version))
 	return logRequests(log, recoverPanics(log, mux))
 }

@@ -10,6 +10,9 @@ import (
 type originPolicy struct {
 	any     bool
 	allowed map[string]bool
+	// localOnly (loopback bind): "*" means any local origin, and another
+	// origin must be listed by name (DNS-rebinding and drive-by protection).
+	localOnly bool
 }
 
 func newOriginPolicy(origins []string) originPolicy {
@@ -26,7 +29,13 @@ func newOriginPolicy(origins []string) originPolicy {
 }
 
 func (p originPolicy) allows(origin string) bool {
-	return p.any || p.allowed[strings.ToLower(origin)]
+	if p.allowed[strings.ToLower(strings.TrimRight(origin, "/"))] {
+		return true
+	}
+	if p.localOnly {
+		return isLocalOrigin(origin)
+	}
+	return p.any
 }
 
 const corsAllowHeaders = "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-Id, X-Imap-User, X-Imap-Pass, X-Request-Id"
@@ -46,7 +55,11 @@ func (p originPolicy) wrap(next http.Handler) http.Handler {
 			return
 		}
 		if !p.allows(origin) {
-			httpError(w, http.StatusForbidden, "origin not allowed; set ALLOWED_ORIGINS to allow it")
+			msg := "origin not allowed; set ALLOWED_ORIGINS to allow it"
+			if p.localOnly {
+				msg = "origin not allowed: the gateway listens on a loopback address and accepts browser requests only from local pages or origins listed in ALLOWED_ORIGINS"
+			}
+			httpError(w, http.StatusForbidden, msg)
 			return
 		}
 		h := w.Header()

@@ -14,6 +14,7 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 )
@@ -39,6 +40,9 @@ type Config struct {
 	Timeout time.Duration
 	// AllowPlaintextAuth permits LOGIN on an unencrypted connection.
 	AllowPlaintextAuth bool
+	// Guard admits each login and learns its outcome (the login-failure
+	// back-off); nil admits all.
+	Guard *guard.Guard
 }
 
 func (c Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
@@ -100,6 +104,31 @@ func dial(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn
 	if cfg.Security == Plain && !cfg.AllowPlaintextAuth {
 		return nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
 	}
+	// In back-off the mail server is not contacted at all.
+	attempt, err := cfg.Guard.BeginLogin(ctx, creds.User)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dialAndLogin(ctx, cfg, creds)
+	switch {
+	case err == nil:
+		attempt.Succeeded()
+	case refusedLogin(err):
+		attempt.Refused()
+	default:
+		attempt.Abandoned()
+	}
+	return conn, err
+}
+
+// refusedLogin says whether err is the server refusing the user name or
+// password (a NO to LOGIN), as opposed to a network or server failure.
+func refusedLogin(err error) bool {
+	var ie *imap.Error
+	return mailerr.KindOf(err) == mailerr.Auth && errors.As(err, &ie) && ie.Code != imap.ResponseCodePrivacyRequired
+}
+
+func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn, error) {
 	d := net.Dialer{KeepAlive: 30 * time.Second}
 	raw, err := d.DialContext(ctx, "tcp", cfg.addr())
 	if err != nil {

@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -273,23 +274,23 @@ func preview(bs imap.BodyStructure, head []byte) string {
 		}, string(head))
 		head = []byte(clean[:len(clean)/4*4])
 	}
-	text, _ := mailmsg.DecodeText(strings.NewReader(string(head)), mailmsg.Part{
+	text, _ := mailmsg.DecodeText(bytes.NewReader(head), mailmsg.Part{
 		MediaType: sp.MediaType(), Charset: sp.Params["charset"], Encoding: enc,
 	})
 	return mailmsg.Preview(text, previewRunes)
 }
 
 func readAtMost(r interface{ Read([]byte) (int, error) }, n int) []byte {
-	buf := make([]byte, 0, n)
-	tmp := make([]byte, n)
-	for len(buf) < n {
-		k, err := r.Read(tmp[:n-len(buf)])
-		buf = append(buf, tmp[:k]...)
+	buf := make([]byte, n)
+	got := 0
+	for got < n {
+		k, err := r.Read(buf[got:])
+		got += k
 		if err != nil {
 			break
 		}
 	}
-	return buf
+	return buf[:got]
 }
 
 // examine makes folder the connection's selected mailbox, read-only, unless

@@ -63,6 +63,15 @@ type Draft struct {
 
 	Date            time.Time // zero means now
 	MessageIDDomain string    // right-hand side of the generated Message-ID; default: the From domain
+
+	// MessageID, when set, is used instead of a generated one (without
+	// angle brackets): to render a second copy of a message already
+	// composed, such as the sender's Sent copy.
+	MessageID string
+	// SentCopy renders the sender's own copy: the Bcc header is written,
+	// as mail clients keep it in the Sent folder so the sender can see who
+	// got a blind copy. Such a rendering must never be submitted.
+	SentCopy bool
 }
 
 const (
@@ -81,7 +90,8 @@ const (
 //
 // The header has Date, From, Reply-To, To, Cc, Subject, Message-ID,
 // In-Reply-To, References and MIME-Version, all ASCII on the wire: non-ASCII
-// display names and subjects are RFC 2047 encoded. Bcc is never written.
+// display names and subjects are RFC 2047 encoded. Bcc is never written,
+// except in a SentCopy.
 // The body is text/plain, or multipart/alternative (text, HTML) when HTML is
 // set, inside multipart/mixed with base64 attachments when there are any.
 // Text parts are UTF-8, quoted-printable.
@@ -111,7 +121,7 @@ func Compose(d Draft) (raw []byte, messageID string, err error) {
 		if err != nil {
 			return nil, "", err
 		}
-		if f.name != "Bcc" && len(list) > 0 { // Bcc is checked, never written
+		if (f.name != "Bcc" || d.SentCopy) && len(list) > 0 { // Bcc is checked, written only in the sender's copy
 			hdr.add(f.name, list)
 		}
 	}
@@ -121,6 +131,9 @@ func Compose(d Draft) (raw []byte, messageID string, err error) {
 	}
 	hdr.add("Subject", encodeText(d.Subject))
 
+	if messageID, err = checkMsgID("Message-ID", d.MessageID); err != nil {
+		return nil, "", err
+	}
 	idDomain := d.MessageIDDomain
 	if idDomain != "" {
 		if !isHostname(idDomain) {
@@ -129,13 +142,15 @@ func Compose(d Draft) (raw []byte, messageID string, err error) {
 	} else {
 		idDomain = from.domain
 	}
-	var idHdr mail.Header
-	if err := idHdr.GenerateMessageIDWithHostname(idDomain); err != nil {
-		return nil, "", mailerr.Wrap(mailerr.Internal, err, "could not generate a Message-ID")
-	}
-	messageID, err = idHdr.MessageID()
-	if err != nil {
-		return nil, "", mailerr.Wrap(mailerr.Internal, err, "could not generate a Message-ID")
+	if messageID == "" {
+		var idHdr mail.Header
+		if err := idHdr.GenerateMessageIDWithHostname(idDomain); err != nil {
+			return nil, "", mailerr.Wrap(mailerr.Internal, err, "could not generate a Message-ID")
+		}
+		messageID, err = idHdr.MessageID()
+		if err != nil {
+			return nil, "", mailerr.Wrap(mailerr.Internal, err, "could not generate a Message-ID")
+		}
 	}
 	hdr.add("Message-ID", "<"+messageID+">")
 
@@ -555,6 +570,13 @@ func threadIDs(inReplyTo string, references []string) (string, []string, error) 
 		refs = append(refs, irt)
 	}
 	return irt, refs, nil
+}
+
+// ValidMessageID reports whether id (with or without angle brackets) can be
+// written in In-Reply-To or References as Compose would write it.
+func ValidMessageID(id string) bool {
+	v, err := checkMsgID("", id)
+	return err == nil && v != ""
 }
 
 // checkMsgID accepts a message id with or without angle brackets and

@@ -417,6 +417,39 @@ func TestComposeMessageID(t *testing.T) {
 	}
 }
 
+// The sender's copy keeps the Bcc header and the given Message-ID; the
+// submitted rendering of the same draft has no Bcc.
+func TestComposeSentCopy(t *testing.T) {
+	d := fullDraft()
+	raw, id := compose(t, d)
+	d.MessageID, d.SentCopy = "<"+id+">", true
+	sent, sentID := compose(t, d)
+	if sentID != id {
+		t.Fatalf("sent copy Message-ID %q, want %q", sentID, id)
+	}
+	mr, err := mail.CreateReader(bytes.NewReader(sent))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bcc, err := mr.Header.AddressList("Bcc")
+	gotID, _ := mr.Header.MessageID()
+	if err != nil || len(bcc) != 1 || bcc[0].Address != "hidden@example.test" || bcc[0].Name != "Hidden Person" || gotID != id {
+		t.Errorf("sent copy: Bcc %v (%v), Message-ID %q\n%s", bcc, err, gotID, headerBlock(sent))
+	}
+	if strings.Contains(headerBlock(raw), "Bcc") || strings.Contains(string(raw), "hidden@example.test") {
+		t.Error("the submitted rendering names the Bcc recipient")
+	}
+	d.MessageID = "bad id\r\nX: y"
+	if _, _, err := Compose(d); mailerr.KindOf(err) != mailerr.BadInput {
+		t.Errorf("bad MessageID accepted: %v", err)
+	}
+	for id, want := range map[string]bool{"a@b": true, "<a@b>": true, "": false, "a b@c": false, "a<b@c": false, "ä@b": false} {
+		if got := ValidMessageID(id); got != want {
+			t.Errorf("ValidMessageID(%q) = %v", id, got)
+		}
+	}
+}
+
 func TestComposeDateDefault(t *testing.T) {
 	before := time.Now().Truncate(time.Second)
 	raw, _ := compose(t, Draft{From: Address{Email: "a@example.test"}})

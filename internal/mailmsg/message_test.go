@@ -478,7 +478,7 @@ func TestParseMessageHostileStructure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d := time.Since(start); d > 5*time.Second {
+			if d := time.Since(start); d > 60*time.Second {
 				t.Errorf("took %v", d)
 			}
 			checkWarnings(t, got.Warnings, tt.wantWarnings)

@@ -44,7 +44,7 @@ func (p Part) isHTML() bool {
 // than MaxPartBytes, a read error) come back as warnings, which are
 // sentences a person or a model can read; the text is then a best effort.
 func DecodeText(r io.Reader, p Part) (text string, warnings []string) {
-	raw, err := io.ReadAll(io.LimitReader(r, MaxPartBytes+1))
+	raw, err := readPart(r)
 	var w warnList
 	if err != nil {
 		w.add("Reading the part failed, so the text may be incomplete.")
@@ -55,6 +55,42 @@ func DecodeText(r io.Reader, p Part) (text string, warnings []string) {
 	}
 	text = decodeText(raw, p, &w)
 	return text, w.result()
+}
+
+// readPart reads at most MaxPartBytes+1 bytes of r. When r says how much
+// it holds (a Size method, as IMAP literals have, possibly behind an
+// io.LimitedReader), the buffer is allocated once at that size: io.ReadAll's
+// doubling would allocate about twice a large part's size in garbage
+// (cmd/mailbox-bench: peak RSS reading a 25 MB text body).
+func readPart(r io.Reader) ([]byte, error) {
+	limit := int64(MaxPartBytes + 1)
+	hint := int64(-1)
+	inner := r
+	if lr, ok := r.(*io.LimitedReader); ok {
+		limit, inner = min(limit, lr.N), lr.R
+	}
+	if s, ok := inner.(interface{ Size() int64 }); ok && s.Size() >= 0 {
+		hint = min(s.Size(), limit)
+	}
+	if hint < 0 {
+		return io.ReadAll(io.LimitReader(r, limit))
+	}
+	// One byte of room beyond the size, to see the end without growing.
+	buf := make([]byte, 0, hint+1)
+	lr := io.LimitReader(r, limit)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // the size was understated
+		}
+		n, err := lr.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
 }
 
 // decodeText is DecodeText on bytes already read.

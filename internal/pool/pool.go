@@ -274,6 +274,15 @@ func (p *Pool[C]) tryAcquireLocked(ks *keyState[C]) (grant[C], bool) {
 	}
 	var g grant[C]
 	if p.total >= p.cfg.MaxTotal {
+		// The pool is full. A key that already holds a conn (all in use)
+		// waits for one of its own to come back, which takes one call's time,
+		// rather than evicting another key's warm conn: that would cost two
+		// logins and two folder selections, and under load from more users
+		// than the pool holds it made the pool thrash (cmd/mailbox-bench, 64
+		// callers on 16 users). Only a key holding nothing evicts.
+		if ks.count > 0 {
+			return grant[C]{}, false
+		}
 		// ks has no idle conn, so the LRU one belongs to another key. Its slot
 		// stays counted until it is closed, which the new owner does before
 		// dialling: the bound holds for open sockets, not just for the books.

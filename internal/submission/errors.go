@@ -253,3 +253,11 @@ func isNetError(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed)
 }
+
+// refusedAuth says whether err is the server refusing the user name or
+// password (a 5xx to AUTH other than 538, "encryption required"), as opposed
+// to a network or server failure.
+func refusedAuth(err error) bool {
+	var se *smtp.SMTPError
+	return mailerr.KindOf(err) == mailerr.Auth && errors.As(err, &se) && se.Code != 538
+}

@@ -24,6 +24,7 @@ import (
 	"github.com/emersion/go-smtp"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 )
 
@@ -58,6 +59,10 @@ type Config struct {
 	// StartTLS the EHLO before the upgrade always says "localhost" (go-smtp
 	// offers no way to change it); the one after says LocalName.
 	LocalName string
+	// Guard admits each AUTH and learns its outcome, so that sending cannot
+	// be used to guess passwords past the login-failure back-off the IMAP
+	// side applies; nil admits all.
+	Guard *guard.Guard
 }
 
 func (c Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
@@ -157,8 +162,21 @@ func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from s
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	start := time.Now()
+	// In back-off the mail server is not contacted at all.
+	attempt, err := c.cfg.Guard.BeginLogin(ctx, creds.User)
+	if err != nil {
+		return nil, err
+	}
 	s := &session{cfg: c.cfg, ctx: ctx}
 	res, reply, err := s.send(creds, from, rcpts, msg, size)
+	switch {
+	case s.phase > phaseAuth:
+		attempt.Succeeded()
+	case s.phase == phaseAuth && refusedAuth(err):
+		attempt.Refused()
+	default:
+		attempt.Abandoned()
+	}
 	log := c.log.With("user", creds, "server", c.cfg.addr(), "ms", time.Since(start).Milliseconds())
 	if err != nil {
 		log.DebugContext(ctx, "submission failed", "stage", s.phase.String(), "err", err)

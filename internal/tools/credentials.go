@@ -2,12 +2,13 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 )
 
 type encryptArgs struct {
@@ -59,7 +60,9 @@ func EncryptCredentials(d Deps) Tool {
 			}
 			creds = c
 		}
-		reqlog.FromContext(ctx).SetUser(creds.User)
+		if err := d.admit(ctx, creds); err != nil {
+			return d.fail(ctx, err), nil
+		}
 		verify := args.Verify == nil || *args.Verify
 		if verify {
 			if err := d.Mailbox.Verify(ctx, creds); err != nil {
@@ -67,6 +70,9 @@ func EncryptCredentials(d Deps) Tool {
 			}
 		}
 		token, err := d.Sealer.Seal(creds)
+		if errors.Is(err, credentials.ErrNotUTF8) {
+			return d.fail(ctx, mailerr.Wrap(mailerr.BadInput, err, err.Error())), nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("sealing failed")
 		}

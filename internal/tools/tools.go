@@ -17,9 +17,11 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
 )
 
 // Deps is what the tools need from the rest of the gateway.
@@ -27,8 +29,22 @@ type Deps struct {
 	Sealer  *credentials.Sealer
 	Mailbox *mailbox.Client
 	Log     *slog.Logger
-	// SMTPEnabled registers the smtp_ tools.
+	// Guard is the per-user rate limit (nil: none). The login back-off
+	// lives in the mailbox layer, where logins happen.
+	Guard *guard.Guard
+	// SMTPEnabled registers the smtp_ tools; they also need Submission.
 	SMTPEnabled bool
+	// Submission sends mail for the smtp_ tools.
+	Submission *submission.Client
+	// SentFolder is where sent mail is copied: "" finds the Sent folder,
+	// mailbox.NoSentFolder saves no copy.
+	SentFolder string
+	// MaxRecipients caps To+Cc+Bcc of one sent message (0: 100).
+	MaxRecipients int
+	// MaxAttachmentBytes caps the decoded attachments of one sent message
+	// (0: 3/4 of MaxRequestBytes); MaxRequestBytes is the HTTP body limit,
+	// stated in the tool descriptions.
+	MaxAttachmentBytes, MaxRequestBytes int64
 }
 
 // Tool is one tool's definition and handler.
@@ -39,13 +55,17 @@ type Tool struct {
 
 // All returns every tool the configuration enables, in a stable order.
 func All(d Deps) []Tool {
-	return []Tool{
+	tools := []Tool{
 		EncryptCredentials(d),
 		ListFolders(d),
 		ListEmails(d),
 		SearchEmails(d),
 		ReadEmail(d),
 	}
+	if d.SMTPEnabled && d.Submission != nil {
+		tools = append(tools, SendEmail(d), ReplyEmail(d))
+	}
+	return tools
 }
 
 // Register adds tools to s after checking each one's annotations: all four
@@ -99,13 +119,19 @@ func (d Deps) credentialsFor(ctx context.Context, token string) (credentials.Cre
 		if err != nil {
 			return credentials.Credentials{}, mailerr.Wrap(mailerr.BadInput, err, err.Error())
 		}
-		return c, nil
+		return c, d.admit(ctx, c)
 	}
 	if c, ok := credentials.FromContext(ctx); ok {
-		return c, nil
+		return c, d.admit(ctx, c)
 	}
 	return credentials.Credentials{}, mailerr.New(mailerr.NoCredentials,
 		"no mailbox credentials: send the x-imap-user and x-imap-pass headers, or pass a token from imap_encrypt_credentials as the credentials argument")
+}
+
+// admit applies the per-user rate limit to a call about to use creds.
+func (d Deps) admit(ctx context.Context, creds credentials.Credentials) error {
+	reqlog.FromContext(ctx).SetUser(creds.User)
+	return d.Guard.AllowCall(creds.User)
 }
 
 // fail turns an error into a tool result the user can act on, and records
@@ -176,4 +202,18 @@ func Middleware(log *slog.Logger) server.ToolHandlerMiddleware {
 			return res, err
 		}
 	}
+}
+
+// messageCaller checks a uid argument and resolves the caller of a tool that
+// acts on one message, recording the user for the request log.
+func (d Deps) messageCaller(ctx context.Context, uid int64, token string) (credentials.Credentials, error) {
+	if uid <= 0 || uid > 1<<32-1 {
+		return credentials.Credentials{}, badInput("uid must be a positive message UID (from imap_list_emails or imap_search_emails)")
+	}
+	creds, err := d.credentialsFor(ctx, token)
+	if err != nil {
+		return credentials.Credentials{}, err
+	}
+	reqlog.FromContext(ctx).SetUser(creds.User)
+	return creds, nil
 }

@@ -1,0 +1,187 @@
+// Command mailbox-bench measures the gateway against the physical limit. In
+// one run it starts a real mail stack (Dovecot + Postfix from
+// scripts/mailstack.sh), seeds mailboxes of 1,000, 10,000 and 100,000
+// messages, runs the gateway binary as a child process (so its memory
+// figures are its own), and measures every tool through mcp-go's client over
+// HTTP at concurrency 1, 8 and 64, next to the same IMAP commands sent by a
+// bare go-imap client on a warm connection, and cold calls (new TLS and
+// login each time). It prints the table and the ratios the targets are
+// stated in, and with -out writes them into docs/benchmarks.md.
+//
+// Run it as root from the repository root (the stack's daemons need both):
+//
+//	go run ./cmd/mailbox-bench -out docs/benchmarks.md     # full run, ~5 min
+//	go run ./cmd/mailbox-bench -smoke                      # CI: 1,000 messages
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+)
+
+type options struct {
+	smoke      bool
+	sizes      []int
+	out        string
+	profileDir string
+	n1, n8     int
+	n64        int
+	cellMax    time.Duration
+	args       string
+	keep       bool
+	c1Only     bool
+	gwEnv      []string
+}
+
+func main() {
+	o := options{}
+	var sizes string
+	flag.BoolVar(&o.smoke, "smoke", false, "small run for CI: 1,000 messages, few iterations; fails on any error")
+	flag.StringVar(&sizes, "sizes", "1000,10000,100000", "mailbox sizes to seed and measure (the first is also the size of the 16 load users)")
+	flag.StringVar(&o.out, "out", "", "write the results into this markdown file (between the RESULTS markers), e.g. docs/benchmarks.md")
+	flag.StringVar(&o.profileDir, "profile", "", "turn on PPROF_ADDR and save CPU and heap profiles of the gateway into this directory")
+	flag.IntVar(&o.n1, "n", 300, "calls per tool at concurrency 1 (per mailbox size)")
+	flag.DurationVar(&o.cellMax, "cell-max", 30*time.Second, "start no more calls in one cell after this long")
+	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (the gateway's logs)")
+	flag.BoolVar(&o.c1Only, "c1-only", false, "stop after the concurrency-1 runs (for profiling a change; the report is partial)")
+	var gwEnv string
+	flag.StringVar(&gwEnv, "gateway-env", "", "extra KEY=VALUE settings for the gateway, separated by spaces (experiments, e.g. GOGC=200)")
+	flag.Parse()
+	o.gwEnv = strings.Fields(gwEnv)
+	if o.smoke {
+		set := map[string]bool{}
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		sizes = "1000"
+		if !set["n"] {
+			o.n1 = 30
+		}
+		if !set["cell-max"] {
+			o.cellMax = 10 * time.Second
+		}
+	}
+	o.n8, o.n64 = o.n1*8/3, o.n1*32/3
+	for _, s := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n < 100 {
+			fmt.Fprintf(os.Stderr, "mailbox-bench: -sizes: %q is not a size of at least 100\n", s)
+			os.Exit(2)
+		}
+		o.sizes = append(o.sizes, n)
+	}
+	o.args = strings.Join(os.Args[1:], " ")
+	if err := runBench(o); err != nil {
+		fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// bench holds what one run sets up.
+type bench struct {
+	o        options
+	stack    *mailtest.Stack
+	dir, bin string
+	key      string
+	load     []string // the 16 users of the concurrency runs, seeded with sizes[0]
+	sizeUser map[int]string
+	typical  map[string]uint32 // user -> UID of a typical ~2 KB message
+	sender   map[string]string // user -> an address to search for
+	rep      *report
+}
+
+func runBench(o options) error {
+	b := &bench{o: o, sizeUser: map[int]string{}, typical: map[string]uint32{}, sender: map[string]string{}}
+	b.rep = newReport(o)
+	var err error
+	if b.dir, err = os.MkdirTemp("", "mbench-"); err != nil {
+		return err
+	}
+	defer func() {
+		if o.keep {
+			logf("kept %s (gateway logs)", b.dir)
+			return
+		}
+		os.RemoveAll(b.dir)
+	}()
+	if b.key, err = credentials.NewKey(); err != nil {
+		return err
+	}
+	logf("building the gateway")
+	if b.bin, err = buildGateway(b.dir); err != nil {
+		return err
+	}
+
+	users := map[string]string{}
+	for i := 1; i <= 16; i++ {
+		u := fmt.Sprintf("load%02d@example.test", i)
+		users[u] = fmt.Sprintf("loadpw%02d", i)
+		b.load = append(b.load, u)
+	}
+	b.sizeUser[o.sizes[0]] = b.load[0]
+	for _, n := range o.sizes[1:] {
+		u := fmt.Sprintf("size%d@example.test", n)
+		users[u] = fmt.Sprintf("sizepw%d", n)
+		b.sizeUser[n] = u
+	}
+	logf("starting the mail stack")
+	if b.stack, err = mailtest.Start(mailtest.Options{Users: users}); err != nil {
+		return err
+	}
+	defer b.stack.Stop()
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+
+	for _, u := range b.load {
+		if err := b.stack.Seed(u, o.sizes[0], "INBOX"); err != nil {
+			return err
+		}
+	}
+	for _, n := range o.sizes[1:] {
+		t := time.Now()
+		logf("seeding %d messages", n)
+		if err := b.stack.Seed(b.sizeUser[n], n, "INBOX"); err != nil {
+			return err
+		}
+		b.rep.seedTimes = append(b.rep.seedTimes, fmt.Sprintf("%d messages in %.1f s", n, time.Since(t).Seconds()))
+	}
+	for _, n := range o.sizes {
+		if err := b.pickTargets(b.sizeUser[n]); err != nil {
+			return err
+		}
+	}
+	for _, u := range b.load[1:] {
+		b.typical[u], b.sender[u] = b.typical[b.load[0]], b.sender[b.load[0]]
+	}
+	b.rep.loadBefore = loadavg()
+	if err := b.measure(ctx); err != nil {
+		return err
+	}
+	b.rep.loadAfter = loadavg()
+	b.rep.finished = time.Now()
+	text := b.rep.markdown()
+	fmt.Println(text)
+	if o.out != "" {
+		if err := writeResults(o.out, text); err != nil {
+			return err
+		}
+		logf("wrote %s", o.out)
+	}
+	if bad := b.rep.errors(); bad != "" {
+		return errors.New(bad)
+	}
+	return nil
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

@@ -1,0 +1,291 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"time"
+)
+
+const (
+	sideGateway     = "gateway"
+	sideDirect      = "direct"
+	sideGatewayCold = "gateway-cold"
+	sideDirectCold  = "direct-cold"
+)
+
+type cellKey struct {
+	tool string
+	size int
+	conc int
+	side string
+}
+
+type report struct {
+	o          options
+	started    time.Time
+	finished   time.Time
+	cells      map[cellKey]*result
+	tools      []string
+	notes      []string
+	seedTimes  []string
+	loadBefore string
+	loadAfter  string
+
+	rssStart  int64 // kB, right after start
+	rssPool   int64 // kB, after the concurrency-64 run
+	hwmPool   int64 // kB, peak up to then
+	poolConns int   // established IMAP connections after the concurrency-64 run
+	big       [2]int64
+}
+
+func newReport(o options) *report {
+	return &report{o: o, started: time.Now(), cells: map[cellKey]*result{}}
+}
+
+func (r *report) add(tool string, size, conc int, side string, res *result) {
+	r.cells[cellKey{tool, size, conc, side}] = res
+	logf("  %-13s %s", side, res)
+}
+
+func (r *report) get(tool string, size, conc int, side string) *result {
+	return r.cells[cellKey{tool, size, conc, side}]
+}
+
+// errors lists every cell that had a failed call.
+func (r *report) errors() string {
+	var bad []string
+	for k, v := range r.cells {
+		if v.Errors > 0 || len(v.lat) == 0 {
+			bad = append(bad, fmt.Sprintf("%s %s c=%d on %d: %d of %d calls failed, first: %v", k.side, k.tool, k.conc, k.size, v.Errors, v.Calls, v.Err))
+		}
+	}
+	return strings.Join(bad, "\n")
+}
+
+func loadavg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func machine() string {
+	cpu := "unknown CPU"
+	if f, err := os.Open("/proc/cpuinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "model name"); ok {
+				cpu = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(v), ":"))
+				break
+			}
+		}
+		f.Close()
+	}
+	mem := ""
+	if v, err := procStatusFile("/proc/meminfo", "MemTotal"); err == nil {
+		mem = fmt.Sprintf(", %.1f GB RAM", float64(v)/1024/1024)
+	}
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	dv, _ := exec.Command("dovecot", "--version").Output()
+	pf, _ := exec.Command("postconf", "-d", "-h", "mail_version").Output()
+	return fmt.Sprintf("%s, %d cores%s; Linux %s; %s; Dovecot %s (Maildir, implicit TLS on loopback); Postfix %s",
+		cpu, runtime.NumCPU(), mem, strings.TrimSpace(string(kernel)), runtime.Version(),
+		strings.Fields(string(dv) + " ?")[0], strings.TrimSpace(string(pf)))
+}
+
+func procStatusFile(path, field string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			var n int64
+			_, err := fmt.Sscan(strings.TrimSuffix(strings.TrimSpace(v), " kB"), &n)
+			return n, err
+		}
+	}
+	return 0, fmt.Errorf("no %s in %s", field, path)
+}
+
+func mb(kb int64) string { return fmt.Sprintf("%.1f MB", float64(kb)/1024) }
+
+func msf(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d)/1e6) }
+
+// verdict says whether got meets "≤ limit", and by how much it misses.
+func verdict(got, limit float64) string {
+	if got == 0 {
+		return "not measured"
+	}
+	if got <= limit {
+		return "met"
+	}
+	return fmt.Sprintf("**missed by %.0f%%**", (got/limit-1)*100)
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	o := r.o
+	cmd := "go run ./cmd/mailbox-bench"
+	if o.args != "" {
+		cmd += " " + o.args
+	}
+	p("Run of %s (%s, %.0f s).\n\n", r.started.UTC().Format("2006-01-02 15:04 MST"), map[bool]string{true: "smoke", false: "full"}[o.smoke], r.finished.Sub(r.started).Seconds())
+	p("- Command (as root, from the repository root): `%s`\n", cmd)
+	p("- Machine: %s\n", machine())
+	p("- Load average (1/5/15 min) before the measurements: %s; after: %s. Other work may have shared the machine: compare ratios, which are measured side by side in one run.\n", r.loadBefore, r.loadAfter)
+	if len(r.seedTimes) > 0 {
+		p("- Seeding (scripts/mailstack.sh seed, straight into the Maildir, then indexed by Dovecot): %s\n", strings.Join(r.seedTimes, "; "))
+	}
+	p("- Calls at concurrency 1: up to %d per cell (send: %d), gateway and direct alternating; concurrency 8: %d; 64: %d; no new call started after %s in a cell. Latency is the client's (mcp-go over HTTP on loopback), milliseconds. Gateway CPU per call is the gateway process's user+system time during the cell (/proc/PID/stat, 10 ms ticks) divided by its calls.\n",
+		o.n1, max(10, o.n1/3), o.n8, o.n64, o.cellMax)
+	if len(o.gwEnv) > 0 {
+		p("- Extra gateway settings: `%s`\n", strings.Join(o.gwEnv, " "))
+	}
+	for _, n := range r.notes {
+		p("- %s\n", n)
+	}
+
+	p("\n### Concurrency 1: gateway against the same IMAP commands on a warm connection\n\n")
+	p("| tool | messages | gateway p50 / p95 / p99 | gateway calls/s | gateway CPU per call | direct p50 / p95 / p99 | gateway / direct (p50) |\n|---|---:|---|---:|---:|---|---:|\n")
+	for _, tool := range append([]string{toolFloor}, r.tools...) {
+		for _, n := range o.sizes {
+			g, d := r.get(tool, n, 1, sideGateway), r.get(tool, n, 1, sideDirect)
+			if g == nil || d == nil {
+				continue
+			}
+			p("| %s | %d | %s / %s / %s | %.0f | %s | %s / %s / %s | %.2f |\n", tool, n, msf(g.P50()), msf(g.P95()), msf(g.P99()), g.Rate(),
+				msf(g.CPUPerCall()), msf(d.P50()), msf(d.P95()), msf(d.P99()), ratio(g.P50(), d.P50()))
+		}
+	}
+
+	p("\nThe floor row is an MCP call that does no mail work (an unknown tool, answered by mcp-go with an error) against an IMAP NOOP: the cost of HTTP + JSON-RPC alone.\n")
+	p("\n### Warm against cold (new TLS + LOGIN + EXAMINE per call)\n\n")
+	p("Cold gateway: a second gateway process whose pool drops a connection after 1 ms idle, so every call dials and logs in. Cold direct: go-imap dials, logs in, examines INBOX, runs the commands, logs out.\n\n")
+	p("| tool | messages | gateway warm p50 | gateway cold p50 / p99 | direct cold p50 | warm / cold (gateway p50) |\n|---|---:|---:|---|---:|---:|\n")
+	for _, tool := range readTools {
+		for _, n := range o.sizes {
+			w, gc, dc := r.get(tool, n, 1, sideGateway), r.get(tool, n, 1, sideGatewayCold), r.get(tool, n, 1, sideDirectCold)
+			if w == nil || gc == nil || dc == nil {
+				continue
+			}
+			p("| %s | %d | %s | %s / %s | %s | %.3f |\n", tool, n, msf(w.P50()), msf(gc.P50()), msf(gc.P99()), msf(dc.P50()), ratio(w.P50(), gc.P50()))
+		}
+	}
+
+	size := o.sizes[0]
+	p("\n### Concurrency (gateway, %d-message mailboxes; 8 callers on 8 users, 64 on 16 users)\n\n", size)
+	p("| tool | callers | p50 | p95 | p99 | calls/s | gateway CPU per call | errors | p99 / p50 |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, tool := range r.tools {
+		for _, c := range []int{1, 8, 64} {
+			g := r.get(tool, size, c, sideGateway)
+			if g == nil {
+				continue
+			}
+			p("| %s | %d | %s | %s | %s | %.0f | %s | %d of %d | %.2f |\n", tool, c, msf(g.P50()), msf(g.P95()), msf(g.P99()), g.Rate(), msf(g.CPUPerCall()), g.Errors, g.Calls, ratio(g.P99(), g.P50()))
+		}
+	}
+
+	p("\n### Memory (the gateway process's own, from /proc/PID/status)\n\n")
+	p("| figure | value |\n|---|---:|\n")
+	p("| RSS after start | %s |\n", mb(r.rssStart))
+	p("| RSS after the 64-caller run, with %d pooled IMAP connections open | %s |\n", r.poolConns, mb(r.rssPool))
+	p("| peak RSS (VmHWM) up to then | %s |\n", mb(r.hwmPool))
+	p("| peak RSS increase reading a message with a 25 MB attachment (3 reads) | %s |\n", mb(r.big[0]))
+	p("| peak RSS increase reading a message with a 25 MB text body (3 reads) | %s |\n", mb(r.big[1]))
+
+	p("\n### Targets\n\n| target | measured | verdict |\n|---|---|---|\n")
+	for _, t := range []struct {
+		tool  string
+		limit float64
+	}{{toolList, 1.15}, {toolSearch, 1.15}, {toolRead, 1.2}} {
+		for _, n := range o.sizes {
+			g, d := r.get(t.tool, n, 1, sideGateway), r.get(t.tool, n, 1, sideDirect)
+			if g == nil || d == nil {
+				continue
+			}
+			x := ratio(g.P50(), d.P50())
+			p("| %s p50 ≤ %.2f × direct, %d messages | %.2f × | %s |\n", t.tool, t.limit, n, x, verdict(x, t.limit))
+		}
+	}
+	for _, tool := range readTools {
+		for _, n := range o.sizes {
+			w, gc := r.get(tool, n, 1, sideGateway), r.get(tool, n, 1, sideGatewayCold)
+			if w == nil || gc == nil {
+				continue
+			}
+			x := ratio(w.P50(), gc.P50())
+			p("| warm %s p50 ≤ 1/5 of cold, %d messages | 1/%.1f | %s |\n", tool, n, 1/x, verdict(x, 0.2))
+		}
+	}
+	if len(o.sizes) > 1 {
+		big := o.sizes[len(o.sizes)-1]
+		for _, tool := range readTools {
+			a, z := r.get(tool, size, 1, sideGateway), r.get(tool, big, 1, sideGateway)
+			if a == nil || z == nil {
+				continue
+			}
+			x := ratio(z.P50(), a.P50())
+			target := ""
+			v := "(no target: for comparison)"
+			if tool == toolList {
+				target, v = " ≤ 1.3", verdict(x, 1.3)
+			}
+			p("| %s p50 on %d / on %d%s | %.2f | %s |\n", tool, big, size, target, x, v)
+		}
+	}
+	for _, tool := range r.tools {
+		g := r.get(tool, size, 64, sideGateway)
+		if g == nil {
+			continue
+		}
+		x := ratio(g.P99(), g.P50())
+		v := verdict(x, 3)
+		if g.Errors > 0 {
+			v = fmt.Sprintf("**%d errors**", g.Errors)
+		}
+		p("| %s, 64 callers on 16 users: no errors, p99 ≤ 3 × p50 | %d errors, p99 = %.2f × p50 | %s |\n", tool, g.Errors, x, v)
+	}
+	p("| RSS ≤ 64 MB with 50 pooled connections | peak %s with %d connections | %s |\n", mb(r.hwmPool), r.poolConns, verdict(float64(r.hwmPool)/1024, 64))
+	p("| reading a 25 MB message raises peak RSS ≤ 8 MB | attachment: %s; text body: %s | %s; %s |\n", mb(r.big[0]), mb(r.big[1]),
+		verdict(float64(max(r.big[0], 1))/1024, 8), verdict(float64(max(r.big[1], 1))/1024, 8))
+	return b.String()
+}
+
+const (
+	beginMarker = "<!-- BEGIN RESULTS (written by cmd/mailbox-bench) -->"
+	endMarker   = "<!-- END RESULTS -->"
+)
+
+// writeResults replaces the text between the markers of path (or appends
+// the markers and the text when the file has none).
+func writeResults(path, text string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	s := string(old)
+	block := beginMarker + "\n" + text + "\n" + endMarker
+	i, j := strings.Index(s, beginMarker), strings.Index(s, endMarker)
+	if i >= 0 && j > i {
+		s = s[:i] + block + s[j+len(endMarker):]
+	} else {
+		if s != "" && !strings.HasSuffix(s, "\n") {
+			s += "\n"
+		}
+		s += "\n" + block + "\n"
+	}
+	return os.WriteFile(path, []byte(s), 0o644)
+}

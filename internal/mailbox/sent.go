@@ -1,0 +1,286 @@
+package mailbox
+
+// What sending mail needs from IMAP: the headers of the message a reply
+// answers (read without setting \Seen), \Answered on it once the reply went
+// out, and a copy of the sent message in the Sent folder.
+
+import (
+	"bytes"
+	"context"
+	"net/mail"
+	"strings"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
+)
+
+// Original is what a reply needs to know about the message it answers.
+type Original struct {
+	Folder      string
+	UID         uint32
+	UIDValidity uint32 // of Folder when the message was read: MarkAnswered checks it
+	From        []Address
+	To          []Address
+	Cc          []Address
+	// ReplyTo is the Reply-To header's addresses, empty when there is none
+	// (the IMAP envelope would repeat From).
+	ReplyTo    []Address
+	Subject    string
+	MessageID  string   // without angle brackets; "" when the message has none
+	InReplyTo  []string // without angle brackets
+	References []string // without angle brackets, oldest first
+	Flags      Flags
+}
+
+// threadHeaders are fetched raw: the envelope's Message-ID is empty when
+// go-imap cannot parse it, and the envelope has no References.
+var threadHeaders = []string{"Message-ID", "In-Reply-To", "References", "Reply-To"}
+
+// ReplyInfo reads the headers a reply needs from message uid of folder:
+// EXAMINE and BODY.PEEK, so the message stays exactly as it was (\Seen
+// unchanged).
+func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, folder string, uid uint32) (*Original, error) {
+	folder = normFolder(folder)
+	if uid == 0 {
+		return nil, mailerr.New(mailerr.BadInput, "uid must be a positive message UID (from imap_list_emails or imap_search_emails)")
+	}
+	var out *Original
+	err := c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
+		if _, err := conn.examine(folder); err != nil {
+			return err
+		}
+		sec := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: threadHeaders, Peek: true}
+		bufs, err := conn.client().Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{
+			UID: true, Flags: true, Envelope: true, BodySection: []*imap.FetchItemBodySection{sec},
+		}).Collect()
+		if err != nil {
+			return imapError(err, folder)
+		}
+		for _, b := range bufs {
+			if uint32(b.UID) != uid || b.Envelope == nil {
+				continue
+			}
+			out = originalOf(folder, uid, conn.uidValidity, b, b.FindBodySection(sec))
+			return nil
+		}
+		return mailerr.Newf(mailerr.NotFound, "no message with UID %d in folder %q (it may have been moved or deleted); list the folder again", uid, folder)
+	})
+	return out, err
+}
+
+func originalOf(folder string, uid, uidValidity uint32, b *imapclient.FetchMessageBuffer, rawHeader []byte) *Original {
+	env := b.Envelope
+	o := &Original{
+		Folder: folder, UID: uid, UIDValidity: uidValidity, Flags: flagsOf(b.Flags),
+		From: addressesOf(env.From), To: addressesOf(env.To), Cc: addressesOf(env.Cc),
+		Subject: mailmsg.SanitizeLine(env.Subject),
+	}
+	// The raw fields; a header go-message cannot parse leaves them empty.
+	var h mail.Header
+	if m, err := mail.ReadMessage(bytes.NewReader(append(bytes.TrimRight(rawHeader, "\r\n"), "\r\n\r\n"...))); err == nil {
+		h = m.Header
+	}
+	if ids := msgIDs(h.Get("Message-ID")); len(ids) > 0 {
+		o.MessageID = ids[0]
+	} else if mailmsg.ValidMessageID(env.MessageID) {
+		o.MessageID = env.MessageID
+	}
+	o.InReplyTo = msgIDs(h.Get("In-Reply-To"))
+	o.References = msgIDs(h.Get("References"))
+	if h.Get("Reply-To") != "" {
+		o.ReplyTo = addressesOf(env.ReplyTo)
+	}
+	return o
+}
+
+// msgIDs returns the well-formed message ids of a header value, without
+// brackets; malformed ones are skipped (they cannot be written back).
+func msgIDs(v string) []string {
+	var ids []string
+	for _, id := range parseMsgIDs("x:" + v) {
+		if mailmsg.ValidMessageID(id) {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// MarkAnswered sets \Answered on message uid of folder, which must still
+// have the UIDVALIDITY uidValidity (0: not checked). It needs a read-write
+// SELECT; the connection remembers that, so the next read re-EXAMINEs.
+func (c *Client) MarkAnswered(ctx context.Context, creds credentials.Credentials, folder string, uid, uidValidity uint32) error {
+	folder = normFolder(folder)
+	return c.do(ctx, creds, false, func(ctx context.Context, conn *Conn) error {
+		if err := conn.selectRW(folder); err != nil {
+			return err
+		}
+		if uidValidity != 0 && conn.uidValidity != uidValidity {
+			return uidValidityChanged(folder)
+		}
+		// A server sends no FETCH for a STORE that changed nothing (Dovecot
+		// when \Answered is already set), so the result is checked with a
+		// FETCH FLAGS of its own. Not pipelined: go-imap would hand the
+		// FETCH's answer to the STORE, which is waiting for the same UID.
+		set := imap.UIDSetNum(imap.UID(uid))
+		if err := conn.client().Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagAnswered}}, nil).Close(); err != nil {
+			return imapError(err, folder)
+		}
+		bufs, err := conn.client().Fetch(set, &imap.FetchOptions{UID: true, Flags: true}).Collect()
+		if err != nil {
+			return imapError(err, folder)
+		}
+		for _, b := range bufs {
+			if uint32(b.UID) == uid && flagsOf(b.Flags).Answered {
+				return nil
+			}
+		}
+		return mailerr.Newf(mailerr.NotFound, "message UID %d is no longer in folder %q", uid, folder)
+	})
+}
+
+// selectRW makes folder the selected mailbox read-write, unless it already
+// is.
+func (conn *Conn) selectRW(folder string) error {
+	if mb := conn.client().Mailbox(); mb != nil && conn.selected == folder && conn.selectedRW {
+		return nil
+	}
+	_, err := conn.sel(folder, false)
+	return err
+}
+
+// NoSentFolder is the SaveSent folder argument that turns the copy off.
+const NoSentFolder = "none"
+
+// SentCopy says where SaveSent put the copy.
+type SentCopy struct {
+	Folder string `json:"folder"`
+	UID    uint32 `json:"uid,omitempty"` // 0 when the server does not say (no UIDPLUS)
+}
+
+// SaveSent appends raw to the Sent folder with \Seen and date as its
+// internal date. folder is the configured folder; "" finds it: the folder
+// with the \Sent special-use attribute (RFC 6154), else one with a common
+// Sent name.
+func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, folder string, raw []byte, date time.Time) (*SentCopy, error) {
+	if strings.EqualFold(folder, NoSentFolder) {
+		return nil, mailerr.New(mailerr.BadInput, "saving a copy of sent mail is turned off (SENT_FOLDER=none)")
+	}
+	var out *SentCopy
+	err := c.do(ctx, creds, false, func(ctx context.Context, conn *Conn) error {
+		name := folder
+		if name == "" {
+			var err error
+			if name, err = findSent(conn.client()); err != nil {
+				return err
+			}
+			if name == "" {
+				return mailerr.New(mailerr.NotFound, "the mailbox has no Sent folder (none marked \\Sent and none with a usual name); the operator can name one with SENT_FOLDER")
+			}
+		}
+		cmd := conn.client().Append(name, int64(len(raw)), &imap.AppendOptions{Flags: []imap.Flag{imap.FlagSeen}, Time: date})
+		_, werr := cmd.Write(raw)
+		if cerr := cmd.Close(); werr == nil {
+			werr = cerr
+		}
+		data, err := cmd.Wait()
+		if err == nil && werr != nil {
+			err = werr
+		}
+		if err != nil {
+			if mailerr.KindOf(imapError(err, name)) == mailerr.NotFound {
+				return mailerr.Wrap(mailerr.NotFound, err, "the Sent folder "+quote(name)+" does not exist")
+			}
+			return imapError(err, name)
+		}
+		out = &SentCopy{Folder: name, UID: uint32(data.UID)}
+		return nil
+	})
+	return out, err
+}
+
+// sentNames are usual names of the Sent folder, most likely first; a folder
+// matches by its whole name or its last level ("INBOX.Sent").
+var sentNames = []string{
+	"Sent", "Sent Items", "Sent Messages", "Sent Mail", "Sent-Mail", "[Gmail]/Sent Mail",
+	"Gesendet", "Gesendete Objekte", "Gesendete Elemente", "Envoyés", "Éléments envoyés",
+	"Enviados", "Elementos enviados", "Inviati", "Posta inviata", "Verzonden", "Verzonden items",
+	"Skickat", "Sendt", "Lähetetyt", "Wysłane", "Отправленные",
+}
+
+// findSent returns the Sent folder's name, or "" when there is none.
+func findSent(cl *imapclient.Client) (string, error) {
+	if cl.Caps().Has(imap.CapSpecialUse) {
+		// LIST (SPECIAL-USE): only the special-use folders, however many
+		// folders the mailbox has.
+		data, err := cl.List("", "*", &imap.ListOptions{SelectSpecialUse: true}).Collect()
+		if err == nil {
+			if name := withSentAttr(data); name != "" {
+				return name, nil
+			}
+		} else if !asIMAP(err, new(*imap.Error)) {
+			return "", imapError(err, "")
+		}
+	}
+	opts := &imap.ListOptions{}
+	if cl.Caps().Has(imap.CapSpecialUse) {
+		opts.ReturnSpecialUse = true
+	}
+	data, err := cl.List("", "*", opts).Collect()
+	if err != nil {
+		return "", imapError(err, "")
+	}
+	return pickSent(data), nil
+}
+
+// pickSent chooses the Sent folder from a LIST answer: the folder with the
+// \Sent attribute, else the first usual name, else "".
+func pickSent(data []*imap.ListData) string {
+	if name := withSentAttr(data); name != "" {
+		return name
+	}
+	for _, want := range sentNames {
+		for _, d := range data {
+			if !selectable(d) {
+				continue
+			}
+			leaf := d.Mailbox
+			if d.Delim != 0 {
+				if i := strings.LastIndexByte(leaf, byte(d.Delim)); i >= 0 && d.Delim < 0x80 {
+					leaf = leaf[i+1:]
+				}
+			}
+			if strings.EqualFold(d.Mailbox, want) || strings.EqualFold(leaf, want) {
+				return d.Mailbox
+			}
+		}
+	}
+	return ""
+}
+
+func withSentAttr(data []*imap.ListData) string {
+	for _, d := range data {
+		if !selectable(d) {
+			continue
+		}
+		for _, a := range d.Attrs {
+			if strings.EqualFold(string(a), string(imap.MailboxAttrSent)) {
+				return d.Mailbox
+			}
+		}
+	}
+	return ""
+}
+
+func selectable(d *imap.ListData) bool {
+	for _, a := range d.Attrs {
+		if s := strings.ToLower(string(a)); s == `\noselect` || s == `\nonexistent` {
+			return false
+		}
+	}
+	return true
+}
