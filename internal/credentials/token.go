@@ -40,6 +40,9 @@ var (
 	// ErrNotUTF8 refuses to seal what the token's JSON payload could not
 	// carry unchanged (it would open as a different password).
 	ErrNotUTF8 = errors.New("the user name and password must be valid UTF-8 text to be sealed into a token")
+	// ErrTooLong refuses to seal credentials whose token Open would refuse
+	// as too long (control characters take six bytes each in the payload).
+	ErrTooLong = errors.New("the user name and password are too long to be sealed into a token")
 )
 
 type payload struct {
@@ -122,7 +125,11 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	}
 	raw = s.current.aead.Seal(raw, raw[keyIDLen:keyIDLen+nonceLen], plain, additional(s.current.id))
 	clear(plain)
-	return prefixV1 + b64.EncodeToString(raw), nil
+	token := prefixV1 + b64.EncodeToString(raw)
+	if len(token) > maxToken {
+		return "", ErrTooLong
+	}
+	return token, nil
 }
 
 // Open checks and opens a token. Its errors are the Err* values above.

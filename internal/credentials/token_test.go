@@ -150,3 +150,23 @@ func TestKeySeparatesPasswords(t *testing.T) {
 		t.Fatal("pool key not stable")
 	}
 }
+
+// What Seal accepts, Open opens: credentials whose token would be over the
+// length Open accepts are refused when sealing, not after.
+func TestSealRefusesTooLong(t *testing.T) {
+	s, _ := NewSealer(bytes.Repeat([]byte{9}, KeyLength))
+	if _, err := s.Seal(New("u@example.test", strings.Repeat("p", maxToken))); !errors.Is(err, ErrTooLong) {
+		t.Fatalf("an 8 KiB password: %v, want ErrTooLong", err)
+	}
+	// The worst case that must fit: 1,000 bytes of control characters, six
+	// bytes each once escaped in the payload.
+	user, pw := "user@example.test", strings.Repeat("\x0e", 1000-len("user@example.test"))
+	tok, err := s.Seal(New(user, pw))
+	if err != nil {
+		t.Fatalf("1,000 bytes of control characters: %v", err)
+	}
+	c, err := s.Open(tok)
+	if err != nil || c.User != user || c.Password() != pw {
+		t.Fatalf("round trip: %v", err)
+	}
+}

@@ -63,18 +63,20 @@ func EncryptCredentials(d Deps) Tool {
 		if err := d.admit(ctx, creds); err != nil {
 			return d.fail(ctx, err), nil
 		}
+		// Sealed first: credentials that cannot become a token are refused
+		// without a login at the mail server.
+		token, err := d.Sealer.Seal(creds)
+		if errors.Is(err, credentials.ErrNotUTF8) || errors.Is(err, credentials.ErrTooLong) {
+			return d.fail(ctx, mailerr.Wrap(mailerr.BadInput, err, err.Error())), nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sealing failed")
+		}
 		verify := args.Verify == nil || *args.Verify
 		if verify {
 			if err := d.Mailbox.Verify(ctx, creds); err != nil {
 				return d.fail(ctx, err), nil
 			}
-		}
-		token, err := d.Sealer.Seal(creds)
-		if errors.Is(err, credentials.ErrNotUTF8) {
-			return d.fail(ctx, mailerr.Wrap(mailerr.BadInput, err, err.Error())), nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("sealing failed")
 		}
 		res := EncryptResult{
 			Token: token, User: creds.User, Verified: verify, KeyID: d.Sealer.KeyID(),
