@@ -117,17 +117,18 @@ func (g *Guard) AllowCall(user string) error {
 // Login is one login attempt admitted by BeginLogin. Exactly one of
 // Refused, Succeeded or Abandoned should follow; later calls do nothing.
 type Login struct {
-	g              *Guard
-	user, addr     string
-	inUser, inAddr bool // this attempt counts as in progress there
-	once           sync.Once
+	g          *Guard
+	user, addr string
+	inUser     bool // this attempt counts as in progress for the user name
+	once       sync.Once
 }
 
 // BeginLogin reports whether a login for user from the client address in
 // ctx may go to the mail server now. While either is in back-off it returns
 // a RateLimited error saying when to retry, and the mail server must not be
-// contacted. Logins in progress count against the threshold, so that many
-// concurrent guesses cannot slip past it before the first one fails.
+// contacted. For the user name, logins in progress count against the
+// threshold, so that many concurrent guesses at one account cannot slip past
+// it before the first one fails; for the address only failures count.
 func (g *Guard) BeginLogin(ctx context.Context, user string) (*Login, error) {
 	if g == nil {
 		return nil, nil
@@ -142,7 +143,7 @@ func (g *Guard) BeginLogin(ctx context.Context, user string) (*Login, error) {
 	}
 	if g.cfg.FailuresPerAddress > 0 && l.addr != "" {
 		w, ok := g.addrs.admit(l.addr, now, g.cfg.FailuresPerAddress, g.cfg.MaxDelay*2, false)
-		wait, admitted, l.inAddr = max(wait, w), admitted && ok, ok
+		wait, admitted = max(wait, w), admitted && ok
 	}
 	if admitted {
 		return l, nil
@@ -154,7 +155,7 @@ func (g *Guard) BeginLogin(ctx context.Context, user string) (*Login, error) {
 			roundUp(wait))
 	}
 	return nil, mailerr.New(mailerr.RateLimited,
-		"too many logins for this user or from this address are being tried at once; retry in a few seconds")
+		"too many logins for this user are being tried at once; retry in a few seconds")
 }
 
 // Refused records that the mail server refused the login (wrong user name
@@ -200,9 +201,6 @@ func (l *Login) end() {
 	l.once.Do(func() {
 		if l.inUser {
 			l.g.users.release(l.user)
-		}
-		if l.inAddr {
-			l.g.addrs.release(l.addr)
 		}
 	})
 }

@@ -55,11 +55,10 @@ type Conn struct {
 	c *imapclient.Client
 
 	// Only the goroutine holding the pool lease touches these.
-	selected       string // mailbox name as sent to the server, "" if none
-	selectedRW     bool   // selected read-write (SELECT) rather than EXAMINE
-	uidValidity    uint32
-	closeOnce      sync.Once
-	listStatusSeen bool
+	selected    string // mailbox name as sent to the server, "" if none
+	selectedRW  bool   // selected read-write (SELECT) rather than EXAMINE
+	uidValidity uint32
+	closeOnce   sync.Once
 }
 
 // Close closes the network connection at once (no LOGOUT).

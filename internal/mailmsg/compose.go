@@ -821,13 +821,5 @@ func cutReplyPrefix(s string) (string, bool) {
 	return "", false
 }
 
-// quoteInput quotes a caller's value for an error message: one line,
-// sanitised, at most 80 characters.
-func quoteInput(v string) string {
-	v = SanitizeLine(v)
-	if utf8.RuneCountInString(v) > 80 {
-		v, _, _ = Truncate(v, 0, 79)
-		v += "…"
-	}
-	return fmt.Sprintf("%q", v)
-}
+// quoteInput quotes a caller's value for an error message.
+func quoteInput(v string) string { return quoteCapped(v, 80) }

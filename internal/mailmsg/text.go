@@ -200,12 +200,15 @@ func (w *warnList) result() []string {
 	return w.list
 }
 
-// quoteValue quotes a sender-controlled value for a warning: one line,
-// sanitised, at most 40 runes.
-func quoteValue(v string) string {
+// quoteValue quotes a sender-controlled value for a warning.
+func quoteValue(v string) string { return quoteCapped(v, 40) }
+
+// quoteCapped quotes v for a message shown to the user: one line,
+// sanitised, at most n runes (the last one "…" when cut).
+func quoteCapped(v string, n int) string {
 	v = SanitizeLine(v)
-	if utf8.RuneCountInString(v) > 40 {
-		v, _, _ = Truncate(v, 0, 39)
+	if utf8.RuneCountInString(v) > n {
+		v, _, _ = Truncate(v, 0, n-1)
 		v += "…"
 	}
 	return fmt.Sprintf("%q", v)

@@ -9,7 +9,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
 )
 
 // FoldersResult is imap_list_folders' structured result.
@@ -36,7 +35,6 @@ func ListFolders(d Deps) Tool {
 		if err != nil {
 			return d.fail(ctx, err), nil
 		}
-		reqlog.FromContext(ctx).SetUser(creds.User)
 		folders, err := d.Mailbox.ListFolders(ctx, creds)
 		if err != nil {
 			return d.fail(ctx, err), nil
@@ -108,7 +106,6 @@ func ListEmails(d Deps) Tool {
 		if err != nil {
 			return d.fail(ctx, err), nil
 		}
-		reqlog.FromContext(ctx).SetUser(creds.User)
 		page, err := d.Mailbox.ListEmails(ctx, creds, mailbox.ListOptions{Folder: args.Folder, Limit: args.Limit, Cursor: args.Cursor})
 		if err != nil {
 			return d.fail(ctx, err), nil
@@ -173,7 +170,6 @@ func SearchEmails(d Deps) Tool {
 		if err != nil {
 			return d.fail(ctx, err), nil
 		}
-		reqlog.FromContext(ctx).SetUser(creds.User)
 		page, err := d.Mailbox.Search(ctx, creds, q, mailbox.ListOptions{Folder: args.Folder, Limit: args.Limit, Cursor: args.Cursor})
 		if err != nil {
 			return d.fail(ctx, err), nil

@@ -16,7 +16,6 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
 )
 
 // DefaultMaxRecipients applies when Deps.MaxRecipients is zero.
@@ -201,7 +200,6 @@ func SendEmail(d Deps) Tool {
 		if err != nil {
 			return d.fail(ctx, err), nil
 		}
-		reqlog.FromContext(ctx).SetUser(creds.User)
 		draft, err := d.draft(creds, args.From, args.Subject, args.Text, args.HTML, args.Attachments)
 		if err != nil {
 			return d.fail(ctx, err), nil

@@ -205,15 +205,10 @@ func Middleware(log *slog.Logger) server.ToolHandlerMiddleware {
 }
 
 // messageCaller checks a uid argument and resolves the caller of a tool that
-// acts on one message, recording the user for the request log.
+// acts on one message.
 func (d Deps) messageCaller(ctx context.Context, uid int64, token string) (credentials.Credentials, error) {
 	if uid <= 0 || uid > 1<<32-1 {
 		return credentials.Credentials{}, badInput("uid must be a positive message UID (from imap_list_emails or imap_search_emails)")
 	}
-	creds, err := d.credentialsFor(ctx, token)
-	if err != nil {
-		return credentials.Credentials{}, err
-	}
-	reqlog.FromContext(ctx).SetUser(creds.User)
-	return creds, nil
+	return d.credentialsFor(ctx, token)
 }
