@@ -1,11 +1,22 @@
 // Package mailerr is the error type shared by the mail layers and the tools:
-// a Kind for deciding what to do, a Msg safe to show the user, and the cause
-// Err for the log. It must stay free of I/O and of other project packages.
+// a Kind for deciding what to do, a Msg safe to show the user, the cause Err
+// for the log, and two facts the tool layer turns into advice: what the
+// error is about (Subject) and what was under way when time ran out (Step).
+// Messages state facts; they never name a tool or tell the caller what to
+// call next (only internal/tools does). It must stay free of I/O and of
+// other project packages.
 package mailerr
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"syscall"
 )
 
 // Kind classifies an error by what the caller can do about it.
@@ -24,21 +35,39 @@ const (
 	Permanent                 // the server refused for good (e.g. SMTP 5xx)
 	TooLarge                  // a size limit was hit
 	RateLimited               // the gateway's own limits
+	Forbidden                 // the gateway's policy does not allow this call
 )
 
 var kindNames = map[Kind]string{
 	Internal: "internal", BadInput: "bad_input", Auth: "auth_failed", NoCredentials: "no_credentials",
 	NotFound: "not_found", Busy: "busy", Timeout: "timeout", Unavailable: "unavailable",
 	Temporary: "temporary", Permanent: "permanent", TooLarge: "too_large", RateLimited: "rate_limited",
+	Forbidden: "forbidden",
 }
 
 func (k Kind) String() string { return kindNames[k] }
+
+// Subject says what an error is about, so that the tool layer can add the
+// advice that fits (which tool lists folders, how to make a new token).
+type Subject string
+
+const (
+	SubjectFolder  Subject = "folder"  // a folder that does not exist or cannot be opened
+	SubjectMessage Subject = "message" // a message UID that is not (or no longer) there
+	SubjectToken   Subject = "token"   // a credentials token that cannot be opened
+	SubjectCursor  Subject = "cursor"  // a paging cursor that no longer applies
+)
 
 // Error is a classified error. Msg goes to the client; Err only to the log.
 type Error struct {
 	Kind Kind
 	Msg  string
 	Err  error
+	// Subject is what the error is about, when that matters for advice.
+	Subject Subject
+	// Step is what was under way when a Timeout happened, in words that
+	// complete "while ..." ("logging in to the mail server").
+	Step string
 }
 
 func (e *Error) Error() string {
@@ -61,6 +90,9 @@ func Newf(kind Kind, format string, args ...any) *Error {
 // Wrap attaches a user-facing message and a kind to a cause.
 func Wrap(kind Kind, err error, msg string) *Error { return &Error{Kind: kind, Msg: msg, Err: err} }
 
+// About sets the error's Subject and returns it.
+func (e *Error) About(s Subject) *Error { e.Subject = s; return e }
+
 // KindOf returns the Kind of err, Internal when it carries none.
 func KindOf(err error) Kind {
 	var e *Error
@@ -68,6 +100,24 @@ func KindOf(err error) Kind {
 		return e.Kind
 	}
 	return Internal
+}
+
+// SubjectOf returns the Subject of err, "" when it carries none.
+func SubjectOf(err error) Subject {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Subject
+	}
+	return ""
+}
+
+// StepOf returns the Step of err, "" when it carries none.
+func StepOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Step
+	}
+	return ""
 }
 
 // Message is what a user may be shown for err: its Msg, or a generic
@@ -78,4 +128,61 @@ func Message(err error) string {
 		return e.Msg
 	}
 	return "internal error; the gateway's log has the details"
+}
+
+// TimedOut is the error for ctx ending while step was under way: a Timeout
+// whose message says which step, and whether the deadline passed or the
+// caller went away.
+func TimedOut(ctx context.Context, step string) *Error {
+	cause := context.Cause(ctx)
+	if cause == nil {
+		cause = context.DeadlineExceeded
+	}
+	msg := "the mail server did not answer in time"
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		msg = "the request was cancelled"
+	}
+	if step != "" {
+		msg += " while " + step
+	}
+	return &Error{Kind: Timeout, Msg: msg, Err: cause, Step: step}
+}
+
+// Cause names the class of a connection failure for the log, without
+// secrets: dns, dial_refused, dial_unreachable, tls, timeout, closed, auth,
+// or "" when err is none of these.
+func Cause(err error) string {
+	if err == nil {
+		return ""
+	}
+	var (
+		dnsErr    *net.DNSError
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		record    tls.RecordHeaderError
+		alert     tls.AlertError
+		netErr    net.Error
+	)
+	switch {
+	case KindOf(err) == Auth:
+		return "auth"
+	case errors.As(err, &dnsErr):
+		return "dns"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "dial_refused"
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return "dial_unreachable"
+	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid),
+		errors.As(err, &verify), errors.As(err, &record), errors.As(err, &alert):
+		return "tls"
+	case KindOf(err) == Timeout, errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
+		errors.As(err, &netErr) && netErr.Timeout():
+		return "timeout"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return "closed"
+	}
+	return ""
 }
