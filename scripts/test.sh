@@ -75,6 +75,19 @@ if command -v npm >/dev/null && command -v node >/dev/null; then
   else
     echo "ok"
   fi
+  # The MCP Inspector (tests/inspector_test.go) needs Node >= 22.19: npm
+  # ships Node 22 for Linux x86-64 as a package, kept in its own directory so
+  # that it never shadows the machine's node for mcp-remote. Elsewhere the
+  # test uses a node on PATH that is new enough, or skips.
+  if [ "$(uname -sm)" = "Linux x86_64" ]; then
+    step "npm ci (tests/clients/node22: Node 22 for the MCP Inspector)"
+    if ! (cd tests/clients/node22 && npm ci --no-audit --no-fund --loglevel=error); then
+      echo "FAIL: npm ci in tests/clients/node22"
+      npm_failed=1
+    else
+      echo "ok ($(tests/clients/node22/node_modules/.bin/node --version))"
+    fi
+  fi
 else
   step "node/npm not found: the real MCP client tests will skip (or fail if CI=true); install Node.js 20.18+ with npm"
 fi

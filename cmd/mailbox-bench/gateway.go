@@ -17,10 +17,9 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mcpcall"
 )
 
 // gateway is the gateway binary running as a child process, so that its
@@ -54,7 +53,7 @@ func buildGateway(dir string) (string, error) {
 	return bin, nil
 }
 
-func startGateway(bin, dir, name string, s *mailtest.Stack, key string, pprof bool, env ...string) (*gateway, error) {
+func startGateway(bin, dir, name string, s *mailstack.Stack, key string, pprof bool, env ...string) (*gateway, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -215,38 +214,25 @@ func (g *gateway) fetchProfile(what, path string) error {
 
 // mcpClient is an initialised mcp-go client over HTTP for one user.
 func mcpClient(url, user, pass string) (*client.Client, error) {
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{
-		"x-imap-user": user, "x-imap-pass": pass,
-	}), transport.WithHTTPTimeout(120*time.Second))
-	if err != nil {
-		return nil, err
-	}
-	c := client.NewClient(tr)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := c.Start(ctx); err != nil {
-		return nil, err
-	}
-	init := mcp.InitializeRequest{}
-	init.Params.ProtocolVersion = mcp.LATEST_PROTOCOL_VERSION
-	init.Params.ClientInfo = mcp.Implementation{Name: "mailbox-bench", Version: "1"}
-	if _, err := c.Initialize(ctx, init); err != nil {
-		c.Close()
-		return nil, err
-	}
-	return c, nil
+	return mcpcall.Connect(ctx, url, mcpcall.Options{
+		Headers:     map[string]string{"x-imap-user": user, "x-imap-pass": pass},
+		HTTPTimeout: 120 * time.Second,
+		ClientName:  "mailbox-bench",
+	})
 }
 
 // call calls a tool and returns its structured result as mcp-go's client
 // decoded it (checked in place: decoding it a second time would charge the
 // bench's own work to the gateway); a tool error is an error.
 func call(c *client.Client, name string, args map[string]any) (map[string]any, error) {
-	res, err := mailtest.CallErr(c, name, args)
+	res, err := mcpcall.CallErr(c, name, args)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if res.IsError {
-		return nil, fmt.Errorf("%s: tool error: %s", name, mailtest.Text(res))
+		return nil, fmt.Errorf("%s: tool error: %s", name, mcpcall.Text(res))
 	}
 	m, _ := res.StructuredContent.(map[string]any)
 	if m == nil {

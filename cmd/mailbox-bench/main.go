@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 )
 
 type options struct {
@@ -89,7 +89,7 @@ func main() {
 // bench holds what one run sets up.
 type bench struct {
 	o        options
-	stack    *mailtest.Stack
+	stack    *mailstack.Stack
 	dir, bin string
 	key      string
 	load     []string // the 16 users of the concurrency runs, seeded with sizes[0]
@@ -134,7 +134,7 @@ func runBench(o options) error {
 		b.sizeUser[n] = u
 	}
 	logf("starting the mail stack")
-	if b.stack, err = mailtest.Start(mailtest.Options{Users: users}); err != nil {
+	if b.stack, err = mailstack.Start(mailstack.Options{Users: users}); err != nil {
 		return err
 	}
 	defer b.stack.Stop()

@@ -18,7 +18,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mcpcall"
 )
 
 const (
@@ -282,7 +282,7 @@ func (b *bench) measure(ctx context.Context) error {
 			// The floor: an MCP call that does no mail work (an unknown
 			// tool, answered by mcp-go) against an IMAP NOOP.
 			g := func() error {
-				_, err := mailtest.CallErr(c, "bench_no_such_tool", map[string]any{})
+				_, err := mcpcall.CallErr(c, "bench_no_such_tool", map[string]any{})
 				if err == nil || !strings.Contains(err.Error(), "not found") {
 					return fmt.Errorf("unknown tool: %v", err)
 				}

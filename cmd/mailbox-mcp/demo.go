@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,13 +15,26 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
 )
 
+// mcpRemote is the mcp-remote the printed Claude Desktop snippet runs: the
+// version tests/clients locks and the README shows (a test keeps all three
+// in step). Pinned, and run with -y, because Claude Desktop shows no
+// terminal where npx could ask to install it.
+const mcpRemote = "mcp-remote@0.15.1"
+
 func cmdDemo(args []string, stdout, stderr io.Writer) int {
 	fs := newFlags("demo", `Run the gateway against an embedded IMAP and SMTP server on loopback, seeded
 with two demo mailboxes. Nothing outside this process is needed or touched.
-PORT and LOG_LEVEL are honoured; the encryption key is ephemeral.`, stderr)
+PORT and LOG_LEVEL are honoured. ENCRYPTION_KEY (and ENCRYPTION_KEY_PREVIOUS)
+are used when set, so tokens made by 'mailbox-mcp token' open; without them the
+encryption key is ephemeral.`, stderr)
 	port := fs.Int("port", 0, "HTTP port (default: $PORT or 3000; a free port if that is taken)")
 	if code, stop := parse(fs, args); stop {
 		return code
+	}
+	key, previous, err := config.LoadOptionalKeys()
+	if err != nil {
+		printProblems(stderr, err)
+		return exitConfig
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -32,17 +46,22 @@ PORT and LOG_LEVEL are honoured; the encryption key is ephemeral.`, stderr)
 		return exitFail
 	}
 	defer srv.Close()
-	key, err := credentials.NewKey()
-	if err != nil {
-		fmt.Fprintln(stderr, "mailbox-mcp demo:", err)
-		return exitFail
+	keyHex := hex.EncodeToString(key)
+	if key == nil {
+		if keyHex, err = credentials.NewKey(); err != nil {
+			fmt.Fprintln(stderr, "mailbox-mcp demo:", err)
+			return exitFail
+		}
 	}
 	imapHost, imapPort, _ := net.SplitHostPort(srv.IMAPAddr)
 	smtpHost, smtpPort, _ := net.SplitHostPort(srv.SMTPAddr)
 	overrides := []string{
 		"IMAP_HOST=" + imapHost, "IMAP_PORT=" + imapPort, "IMAP_SECURITY=plain",
 		"SMTP_HOST=" + smtpHost, "SMTP_PORT=" + smtpPort, "SMTP_SECURITY=plain",
-		"ALLOW_PLAINTEXT_AUTH=true", "ENCRYPTION_KEY=" + key, "BIND_ADDRESS=127.0.0.1",
+		"ALLOW_PLAINTEXT_AUTH=true", "ENCRYPTION_KEY=" + keyHex, "BIND_ADDRESS=127.0.0.1",
+	}
+	if previous != nil {
+		overrides = append(overrides, "ENCRYPTION_KEY_PREVIOUS="+hex.EncodeToString(previous))
 	}
 	if *port != 0 {
 		overrides = append(overrides, "PORT="+strconv.Itoa(*port))
@@ -76,14 +95,33 @@ PORT and LOG_LEVEL are honoured; the encryption key is ephemeral.`, stderr)
 	return exitOK
 }
 
+// The printed snippets, with their keys in the README's order.
+type (
+	snippet struct {
+		MCPServers map[string]any `json:"mcpServers"`
+	}
+	httpServer struct {
+		Type    string       `json:"type"`
+		URL     string       `json:"url"`
+		Headers loginHeaders `json:"headers"`
+	}
+	loginHeaders struct {
+		User string `json:"x-imap-user"`
+		Pass string `json:"x-imap-pass"`
+	}
+	stdioServer struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+)
+
 func printDemo(w io.Writer, url string, users []demo.User, took time.Duration) {
 	u := users[0]
-	mcpJSON, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{
-		"mailbox": map[string]any{"type": "http", "url": url,
-			"headers": map[string]string{"x-imap-user": u.Address, "x-imap-pass": u.Password}},
+	mcpJSON, _ := json.MarshalIndent(snippet{map[string]any{
+		"mailbox": httpServer{"http", url, loginHeaders{u.Address, u.Password}},
 	}}, "", "  ")
-	desktop, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{
-		"mailbox": map[string]any{"command": "npx", "args": []string{"mcp-remote", url,
+	desktop, _ := json.MarshalIndent(snippet{map[string]any{
+		"mailbox": stdioServer{"npx", []string{"-y", mcpRemote, url,
 			"--header", "x-imap-user:" + u.Address, "--header", "x-imap-pass:" + u.Password}},
 	}}, "", "  ")
 	fmt.Fprintf(w, "mailbox-mcp demo is running (ready in %s).\n\n", took.Round(time.Millisecond))
@@ -94,6 +132,6 @@ func printDemo(w io.Writer, url string, users []demo.User, took time.Duration) {
 	fmt.Fprintf(w, "\nClaude Code (.mcp.json in your project, or: claude mcp add --transport http mailbox %s --header \"x-imap-user: %s\" --header \"x-imap-pass: %s\"):\n%s\n",
 		url, u.Address, u.Password, mcpJSON)
 	fmt.Fprintf(w, "\nClaude Desktop (claude_desktop_config.json), through mcp-remote:\n%s\n", desktop)
-	fmt.Fprintf(w, "\nor from a shell: npx mcp-remote %s --header x-imap-user:%s --header x-imap-pass:%s\n\nPress Ctrl-C to stop.\n",
-		url, u.Address, u.Password)
+	fmt.Fprintf(w, "\nor from a shell: npx -y %s %s --header x-imap-user:%s --header x-imap-pass:%s\n\nPress Ctrl-C to stop.\n",
+		mcpRemote, url, u.Address, u.Password)
 }

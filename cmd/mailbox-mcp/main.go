@@ -23,7 +23,6 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/buildinfo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 )
 
 // Exit codes.
@@ -77,7 +76,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usage)
 		return exitOK
 	case "tools-doc": // hidden: go run ./cmd/mailbox-mcp tools-doc > docs/tools.md
-		stdout.Write(tools.Markdown(tools.DocTools()))
+		doc, err := app.ToolsDoc(context.Background())
+		if err != nil {
+			fmt.Fprintln(stderr, "mailbox-mcp tools-doc:", err)
+			return exitFail
+		}
+		stdout.Write(doc)
 		return exitOK
 	}
 	fmt.Fprintf(stderr, "mailbox-mcp: unknown command %q\n\n%s", cmd, usage)

@@ -4,6 +4,7 @@
 package config
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
@@ -42,15 +43,19 @@ type Config struct {
 	IMAPSecurity Security      `env:"IMAP_SECURITY" desc:"tls, starttls or plain; overrides IMAP_TLS (plain needs ALLOW_PLAINTEXT_AUTH=true)"`
 	IMAPTimeout  time.Duration `env:"IMAP_TIMEOUT" envDefault:"30s" desc:"deadline for one IMAP operation, dial and login included"`
 
+	ToolTimeout time.Duration `env:"TOOL_TIMEOUT" envDefault:"60s" desc:"deadline for one whole tool call: waiting for a connection, dial, login, every IMAP command, SMTP and the Sent copy"`
+
 	SMTPHost     string        `env:"SMTP_HOST" desc:"SMTP submission host; empty disables the smtp_ tools"`
 	SMTPPort     int           `env:"SMTP_PORT" envDefault:"587" desc:"SMTP submission port"`
 	SMTPTLS      bool          `env:"SMTP_TLS" envDefault:"true" desc:"true: implicit TLS on port 465, STARTTLS otherwise; false: plain text"`
 	SMTPSecurity Security      `env:"SMTP_SECURITY" desc:"tls, starttls or plain; overrides SMTP_TLS"`
 	SMTPTimeout  time.Duration `env:"SMTP_TIMEOUT" envDefault:"60s" desc:"deadline for one SMTP send"`
 	// Sending limits and the Sent copy (the smtp_ tools).
-	SMTPMaxRecipients  int    `env:"SMTP_MAX_RECIPIENTS" envDefault:"100" desc:"most recipients (To, Cc and Bcc together) of one message sent by the smtp_ tools"`
-	MaxAttachmentBytes int64  `env:"MAX_ATTACHMENT_BYTES" envDefault:"0" desc:"largest total decoded size of the attachments of one sent message; 0 means 3/4 of MAX_REQUEST_BYTES (attachments arrive base64-encoded inside the request, so raise both together)"`
-	SentFolder         string `env:"SENT_FOLDER" desc:"folder that receives the copy of sent mail; empty finds it (SPECIAL-USE \\Sent, then common names); none saves no copy (for servers that file sent mail themselves, such as Gmail)"`
+	SMTPMaxRecipients  int      `env:"SMTP_MAX_RECIPIENTS" envDefault:"100" desc:"most recipients (To, Cc and Bcc together) of one message sent by the smtp_ tools"`
+	MaxAttachmentBytes int64    `env:"MAX_ATTACHMENT_BYTES" envDefault:"0" desc:"largest total decoded size of the attachments of one sent message; 0 means 3/4 of MAX_REQUEST_BYTES (attachments arrive base64-encoded inside the request, so raise both together)"`
+	SMTPFromPolicy     string   `env:"SMTP_FROM_POLICY" envDefault:"login" desc:"who the smtp_ tools may send as: login (the from address must be the login's own address, or one listed in SMTP_ALLOWED_FROM; the display name is free) or any (whatever the mail server accepts)"`
+	SMTPAllowedFrom    []string `env:"SMTP_ALLOWED_FROM" envSeparator:"," desc:"with SMTP_FROM_POLICY=login: comma-separated further sender addresses (alias@example.com) or whole domains (@example.com) every user may send as"`
+	SentFolder         string   `env:"SENT_FOLDER" desc:"folder that receives the copy of sent mail; empty finds it (SPECIAL-USE \\Sent, then common names); none saves no copy (for servers that file sent mail themselves, such as Gmail)"`
 
 	MailCAFile         string `env:"MAIL_CA_FILE" desc:"PEM file of extra CA certificates to trust for the IMAP and SMTP servers (self-signed servers)"`
 	AllowPlaintextAuth bool   `env:"ALLOW_PLAINTEXT_AUTH" envDefault:"false" desc:"allow sending passwords over an unencrypted mail connection (local development only)"`
@@ -65,14 +70,23 @@ type Config struct {
 	MaxRequestBytes int64         `env:"MAX_REQUEST_BYTES" envDefault:"1048576" desc:"largest accepted HTTP request body in bytes"`
 	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s" desc:"how long in-flight calls may run after SIGTERM"`
 
+	// Flood limits (internal/httpapi; SECURITY.md, "Limits"): what anyone,
+	// before any credential check, can make the gateway hold.
+	MaxConnections      int           `env:"MAX_CONNECTIONS" envDefault:"1024" desc:"most HTTP connections open at once, idle keep-alive ones included; a connection over it gets 503 and is closed at once"`
+	MaxInflightRequests int           `env:"MAX_INFLIGHT_REQUESTS" envDefault:"256" desc:"most /mcp requests served at once; over it a request gets 503 with Retry-After"`
+	MaxBufferedBytes    int64         `env:"MAX_BUFFERED_BYTES" envDefault:"67108864" desc:"most request-body bytes all requests together hold in memory (each may hold 16 KiB besides); over it a request gets 503 with Retry-After; at least twice MAX_REQUEST_BYTES (a body is read into a buffer that doubles as it grows)"`
+	BodyReadTimeout     time.Duration `env:"BODY_READ_TIMEOUT" envDefault:"10s" desc:"deadline for receiving one request body; a slower client gets 408 and is disconnected"`
+
 	MaxPoolSize    int           `env:"MAX_POOL_SIZE" envDefault:"50" desc:"most IMAP connections open at once, all users together"`
-	MaxPoolPerUser int           `env:"MAX_POOL_PER_USER" envDefault:"4" desc:"most IMAP connections open at once for one user"`
+	MaxPoolPerUser int           `env:"MAX_POOL_PER_USER" envDefault:"4" desc:"most IMAP connections open at once for one account (the user name trimmed and lower-cased: every spelling and password together)"`
 	PoolIdleTime   time.Duration `env:"POOL_IDLE_TIMEOUT" envDefault:"5m" desc:"an idle pooled IMAP connection is closed after this long"`
+	PoolRevalidate time.Duration `env:"POOL_REVALIDATE" envDefault:"60s" desc:"a pooled IMAP connection whose login is older than this is replaced by a fresh login before it serves again, so a changed password stops the old one within this time (plus a call already running)"`
 
 	// Abuse limits and host checks (internal/guard, internal/httpapi; SECURITY.md).
 	RateLimitPerMinute     float64       `env:"RATE_LIMIT_PER_MINUTE" envDefault:"0" desc:"tool calls one mailbox user may make per minute, sustained; 0 turns the rate limit off"`
 	RateLimitBurst         int           `env:"RATE_LIMIT_BURST" envDefault:"30" desc:"tool calls one user may make at once above the sustained rate"`
-	LoginBackoffFailures   int           `env:"LOGIN_BACKOFF_FAILURES" envDefault:"5" desc:"failed logins in a row for one user name after which the gateway stops trying that user's logins for a while; 0 turns it off"`
+	LoginBackoffFailures   int           `env:"LOGIN_BACKOFF_FAILURES" envDefault:"5" desc:"failed logins for one account from one client address after which the gateway stops trying that account's logins from that address for a while; 0 turns it off"`
+	LoginBackoffAccount    int           `env:"LOGIN_BACKOFF_ACCOUNT_FAILURES" envDefault:"50" desc:"failed logins for one account from all client addresses together after which the gateway stops trying that account's logins for a while, except with a password that logged in recently; 0 turns it off"`
 	LoginBackoffPerAddress int           `env:"LOGIN_BACKOFF_FAILURES_PER_ADDRESS" envDefault:"20" desc:"failed logins from one client address (any user names) after which that address's logins are refused for a while; 0 turns it off"`
 	LoginBackoffDelay      time.Duration `env:"LOGIN_BACKOFF_DELAY" envDefault:"1m" desc:"first refusal period of the login back-off; it doubles with each further failure"`
 	LoginBackoffMax        time.Duration `env:"LOGIN_BACKOFF_MAX" envDefault:"15m" desc:"longest refusal period of the login back-off"`
@@ -231,13 +245,19 @@ func (c *Config) validate(vars map[string]string) []string {
 	}{
 		{"MAX_POOL_SIZE", int64(c.MaxPoolSize)}, {"MAX_POOL_PER_USER", int64(c.MaxPoolPerUser)},
 		{"MAX_REQUEST_BYTES", c.MaxRequestBytes},
-		{"IMAP_TIMEOUT", int64(c.IMAPTimeout)}, {"SMTP_TIMEOUT", int64(c.SMTPTimeout)},
+		{"MAX_CONNECTIONS", int64(c.MaxConnections)}, {"MAX_INFLIGHT_REQUESTS", int64(c.MaxInflightRequests)},
+		{"MAX_BUFFERED_BYTES", c.MaxBufferedBytes}, {"BODY_READ_TIMEOUT", int64(c.BodyReadTimeout)},
+		{"IMAP_TIMEOUT", int64(c.IMAPTimeout)}, {"SMTP_TIMEOUT", int64(c.SMTPTimeout)}, {"TOOL_TIMEOUT", int64(c.ToolTimeout)},
 		{"SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)}, {"POOL_IDLE_TIMEOUT", int64(c.PoolIdleTime)},
+		{"POOL_REVALIDATE", int64(c.PoolRevalidate)},
 	}
 	for _, n := range positive {
 		if n.v <= 0 {
 			bad(n.key, "expected a value greater than zero, got %q", vars[n.key])
 		}
+	}
+	if c.MaxBufferedBytes > 0 && c.MaxRequestBytes > 0 && c.MaxBufferedBytes/2 < c.MaxRequestBytes {
+		bad("MAX_BUFFERED_BYTES", "expected at least twice MAX_REQUEST_BYTES (%d): a body is read into a buffer that doubles as it grows, so a request of the largest size needs up to twice its size while it is read; got %d", c.MaxRequestBytes, c.MaxBufferedBytes)
 	}
 	if c.MaxPoolPerUser > c.MaxPoolSize && c.MaxPoolSize > 0 {
 		bad("MAX_POOL_PER_USER", "expected at most MAX_POOL_SIZE (%d), got %d", c.MaxPoolSize, c.MaxPoolPerUser)
@@ -255,6 +275,18 @@ func (c *Config) validate(vars map[string]string) []string {
 	} else if c.MaxAttachmentBytes > 0 && c.MaxRequestBytes > 0 && c.MaxAttachmentBytes > c.MaxRequestBytes/4*3 {
 		bad("MAX_ATTACHMENT_BYTES", "%d can never be reached: attachments arrive base64-encoded (4/3 larger) inside a request capped by MAX_REQUEST_BYTES (%d); raise MAX_REQUEST_BYTES to at least %d too",
 			c.MaxAttachmentBytes, c.MaxRequestBytes, (c.MaxAttachmentBytes+2)/3*4+64<<10)
+	}
+	switch c.SMTPFromPolicy {
+	case "login", "any":
+	default:
+		bad("SMTP_FROM_POLICY", "expected login or any, got %q", c.SMTPFromPolicy)
+	}
+	for _, a := range c.SMTPAllowedFrom {
+		a = strings.TrimSpace(a)
+		_, domain, ok := strings.Cut(a, "@")
+		if !ok || domain == "" || strings.ContainsAny(a, " <>,;\r\n\x00") || strings.Contains(domain, "@") {
+			bad("SMTP_ALLOWED_FROM", "expected addresses (alias@example.com) or domains (@example.com), got %q", a)
+		}
 	}
 	if strings.ContainsAny(c.SentFolder, "\r\n\x00") {
 		bad("SENT_FOLDER", "must not contain line breaks or NUL")
@@ -296,7 +328,7 @@ func (c *Config) validateGuard(vars map[string]string) []string {
 		if msg := checkKey(c.EncryptionKeyPrevious); msg != "" {
 			bad("ENCRYPTION_KEY_PREVIOUS", "%s", msg)
 		} else if strings.EqualFold(c.EncryptionKeyPrevious, c.EncryptionKey) {
-			bad("ENCRYPTION_KEY_PREVIOUS", "is the same as ENCRYPTION_KEY; during a rotation it holds the old key")
+			bad("ENCRYPTION_KEY_PREVIOUS", "%s", samePrevious)
 		}
 	}
 	if c.RateLimitPerMinute < 0 {
@@ -308,7 +340,8 @@ func (c *Config) validateGuard(vars map[string]string) []string {
 	for _, n := range []struct {
 		key string
 		v   int
-	}{{"LOGIN_BACKOFF_FAILURES", c.LoginBackoffFailures}, {"LOGIN_BACKOFF_FAILURES_PER_ADDRESS", c.LoginBackoffPerAddress}} {
+	}{{"LOGIN_BACKOFF_FAILURES", c.LoginBackoffFailures}, {"LOGIN_BACKOFF_ACCOUNT_FAILURES", c.LoginBackoffAccount},
+		{"LOGIN_BACKOFF_FAILURES_PER_ADDRESS", c.LoginBackoffPerAddress}} {
 		if n.v < 0 {
 			bad(n.key, "expected 0 (off) or a positive number, got %q", vars[n.key])
 		}
@@ -499,6 +532,44 @@ func keyFromEnv(environ []string) ([]byte, error) {
 	}
 	k, _ := hex.DecodeString(key)
 	return k, nil
+}
+
+const samePrevious = "is the same as ENCRYPTION_KEY; during a rotation it holds the old key"
+
+// LoadOptionalKeys reads ENCRYPTION_KEY and ENCRYPTION_KEY_PREVIOUS for the
+// demo, which makes its own key when none is given: each is nil when not
+// set, and one that is set but invalid is a Problem naming its variable, as
+// Load would report it.
+func LoadOptionalKeys() (key, previous []byte, err error) { return optionalKeys(os.Environ()) }
+
+func optionalKeys(environ []string) (key, previous []byte, err error) {
+	vars := map[string]string{}
+	for _, kv := range environ {
+		if k, v, _ := strings.Cut(kv, "="); k == "ENCRYPTION_KEY" || k == "ENCRYPTION_KEY_PREVIOUS" {
+			vars[k] = v // the last one wins, as for Load
+		}
+	}
+	var p Problems
+	decode := func(name string) []byte {
+		v := vars[name]
+		if v == "" {
+			return nil
+		}
+		if msg := checkKey(v); msg != "" {
+			p = append(p, name+": "+msg)
+			return nil
+		}
+		k, _ := hex.DecodeString(v)
+		return k
+	}
+	key, previous = decode("ENCRYPTION_KEY"), decode("ENCRYPTION_KEY_PREVIOUS")
+	if key != nil && bytes.Equal(key, previous) {
+		p = append(p, "ENCRYPTION_KEY_PREVIOUS: "+samePrevious)
+	}
+	if len(p) > 0 {
+		return nil, nil, p
+	}
+	return key, previous, nil
 }
 
 func checkKey(key string) string {

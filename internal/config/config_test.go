@@ -158,6 +158,49 @@ func TestKeyOnly(t *testing.T) {
 	}
 }
 
+// The demo's keys: absent is no key (the demo makes one), set must be valid.
+func TestOptionalKeys(t *testing.T) {
+	const otherKey = "fedcba9876543210fedcba9876543210fedcba9876543210fedcba9876543210"
+	tests := []struct {
+		name          string
+		env           []string
+		key, previous bool
+		wantProblem   string // "" for none
+	}{
+		{name: "none", env: []string{"PATH=/bin", "ENCRYPTION_KEY="}},
+		{name: "key", env: []string{"ENCRYPTION_KEY=" + goodKey}, key: true},
+		{name: "both", env: []string{"ENCRYPTION_KEY=" + goodKey, "ENCRYPTION_KEY_PREVIOUS=" + otherKey}, key: true, previous: true},
+		{name: "previous only", env: []string{"ENCRYPTION_KEY_PREVIOUS=" + otherKey}, previous: true},
+		{name: "short key", env: []string{"ENCRYPTION_KEY=abc"}, wantProblem: "ENCRYPTION_KEY: expected exactly 64 hex characters, got 3"},
+		{name: "non-hex previous", env: []string{"ENCRYPTION_KEY=" + goodKey, "ENCRYPTION_KEY_PREVIOUS=" + otherKey[:62] + "zz"}, wantProblem: "ENCRYPTION_KEY_PREVIOUS: expected 64 hex characters"},
+		{name: "previous equals key", env: []string{"ENCRYPTION_KEY=" + goodKey, "ENCRYPTION_KEY_PREVIOUS=" + strings.ToUpper(goodKey)}, wantProblem: "ENCRYPTION_KEY_PREVIOUS: is the same as ENCRYPTION_KEY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			key, prev, err := optionalKeys(tt.env)
+			if tt.wantProblem == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				var p Problems
+				if !errors.As(err, &p) || !strings.Contains(err.Error(), tt.wantProblem) {
+					t.Fatalf("got %v, want a problem %q", err, tt.wantProblem)
+				}
+			}
+			if (len(key) == 32) != tt.key || (len(prev) == 32) != tt.previous {
+				t.Fatalf("key %x previous %x", key, prev)
+			}
+		})
+	}
+	// A set key must open what Load's key opens.
+	key, _, _ := optionalKeys([]string{"ENCRYPTION_KEY=" + goodKey})
+	c, err := FromEnv(base())
+	if err != nil || string(c.Key()) != string(key) {
+		t.Fatalf("optional key %x, Load's %x (%v)", key, c.Key(), err)
+	}
+}
+
 func TestHealthURL(t *testing.T) {
 	if u := healthURL([]string{"PORT=4000", "BIND_ADDRESS=0.0.0.0"}); u != "http://127.0.0.1:4000/health" {
 		t.Fatal(u)

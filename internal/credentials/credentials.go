@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"strings"
 )
 
 // Credentials are one mailbox login. The password is unexported so that it
@@ -72,6 +73,13 @@ func (c Credentials) Key(host string) string {
 	return hex.EncodeToString(m.Sum(nil))
 }
 
+// Account is the canonical form of a user name: trimmed and lower-cased,
+// the way mail servers usually fold it (Dovecot's default
+// auth_username_format %Lu), so that "ALICE@x" and "alice@x" name one
+// account. Every per-user limit is keyed on it; the pool's reuse key (Key)
+// keeps the name exactly as given.
+func Account(user string) string { return strings.ToLower(strings.TrimSpace(user)) }
+
 type ctxKey struct{}
 
 // NewContext returns ctx carrying c.
@@ -83,4 +91,19 @@ func NewContext(ctx context.Context, c Credentials) context.Context {
 func FromContext(ctx context.Context) (Credentials, bool) {
 	c, ok := ctx.Value(ctxKey{}).(Credentials)
 	return c, ok && c.Valid()
+}
+
+type tokenKey struct{}
+
+// NewTokenContext returns ctx carrying a sealed token sent in a header
+// (x-mailbox-token), still unopened: the tool layer opens it, so that a bad
+// token is answered as a tool error.
+func NewTokenContext(ctx context.Context, token string) context.Context {
+	return context.WithValue(ctx, tokenKey{}, token)
+}
+
+// TokenFromContext returns the header token in ctx, if any.
+func TokenFromContext(ctx context.Context) (string, bool) {
+	t, ok := ctx.Value(tokenKey{}).(string)
+	return t, ok && t != ""
 }

@@ -26,7 +26,7 @@ func FuzzOpen(f *testing.F) {
 	}
 	old, _ := NewSealer(fuzzPrevious)
 	tok, _ := s.Seal(New("alice@example.test", "pw"))
-	oldTok, _ := old.Seal(New("bob@example.test", "p\u00e4ss:word\x00"))
+	oldTok, _ := old.Seal(New("bob@example.test", "p\u00e4ss:word\x7f"))
 	f.Add(tok)
 	f.Add(oldTok)
 	f.Add(tok[:len(tok)-1])
@@ -37,7 +37,7 @@ func FuzzOpen(f *testing.F) {
 	f.Fuzz(func(t *testing.T, token string) {
 		c, err := s.Open(token)
 		if err != nil {
-			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrVersion) && !errors.Is(err, ErrForeignKey) && !errors.Is(err, ErrTampered) {
+			if !errors.Is(err, ErrMalformed) && !errors.Is(err, ErrVersion) && !errors.Is(err, ErrForeignKey) && !errors.Is(err, ErrTampered) && !errors.Is(err, ErrNUL) {
 				t.Fatalf("undocumented error %v", err)
 			}
 			if c.Valid() {
@@ -45,8 +45,11 @@ func FuzzOpen(f *testing.F) {
 			}
 			return
 		}
-		if !c.Valid() {
+		if !c.Valid() || strings.ContainsRune(c.User+c.Password(), 0) {
 			t.Fatalf("opened invalid credentials from %q", token)
+		}
+		if strings.ContainsAny(strings.Trim(token, " \t\r\n"), " \t\r\n=+/") {
+			t.Fatalf("opened %q, which has a character outside the token alphabet", token)
 		}
 	})
 }
@@ -63,7 +66,7 @@ func FuzzSealOpen(f *testing.F) {
 	third, _ := NewSealer(bytes.Repeat([]byte{4}, KeyLength))
 	f.Fuzz(func(t *testing.T, user, password string) {
 		tok, err := cur.Seal(New(user, password))
-		if user == "" || password == "" || !utf8.ValidString(user) || !utf8.ValidString(password) {
+		if user == "" || password == "" || !utf8.ValidString(user) || !utf8.ValidString(password) || strings.ContainsRune(user+password, 0) {
 			if err == nil {
 				t.Fatalf("sealed %q/%q, which cannot round-trip", user, password)
 			}

@@ -43,6 +43,10 @@ var (
 	// ErrTooLong refuses to seal credentials whose token Open would refuse
 	// as too long (control characters take six bytes each in the payload).
 	ErrTooLong = errors.New("the user name and password are too long to be sealed into a token")
+	// ErrNUL refuses credentials with a NUL byte: no mail server accepts
+	// one, and in a SASL PLAIN message it separates the fields, so it
+	// could change whose login is attempted.
+	ErrNUL = errors.New("the user name and password must not contain a NUL character")
 )
 
 type payload struct {
@@ -114,6 +118,9 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	if !utf8.ValidString(c.User) || !utf8.ValidString(c.password) {
 		return "", ErrNotUTF8
 	}
+	if strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0) {
+		return "", ErrNUL
+	}
 	plain, err := json.Marshal(payload{V: 1, U: c.User, P: c.password, IAT: time.Now().Unix()})
 	if err != nil {
 		return "", err
@@ -133,8 +140,12 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 }
 
 // Open checks and opens a token. Its errors are the Err* values above.
+// Blanks around the token (from copying and pasting) are ignored; inside
+// it, any character outside the token's alphabet is refused, even those
+// Go's base64 decoder would skip (line breaks): a token is one exact
+// string.
 func (s *Sealer) Open(token string) (Credentials, error) {
-	token = strings.TrimSpace(token)
+	token = strings.Trim(token, " \t\r\n")
 	if len(token) > maxToken {
 		return Credentials{}, ErrMalformed
 	}
@@ -143,6 +154,9 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 		if v, _, found := strings.Cut(token, "."); found && strings.HasPrefix(v, "mbx") && len(v) <= 8 {
 			return Credentials{}, ErrVersion
 		}
+		return Credentials{}, ErrMalformed
+	}
+	if !base64URL(body) {
 		return Credentials{}, ErrMalformed
 	}
 	raw, err := b64.DecodeString(body)
@@ -169,7 +183,23 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 	if !c.Valid() {
 		return Credentials{}, ErrMalformed
 	}
+	if strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0) {
+		// sealed before Seal refused it
+		return Credentials{}, ErrNUL
+	}
 	return c, nil
+}
+
+// base64URL reports whether s holds only the unpadded base64url alphabet.
+func base64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', c == '-', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 func (s *Sealer) keyFor(id [keyIDLen]byte) (sealKey, bool) {

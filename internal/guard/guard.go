@@ -1,22 +1,24 @@
-// Package guard owns the gateway's abuse limits: a per-user token-bucket rate
-// limit on tool calls, and a login-failure back-off keyed by user and by
-// client address, so that the gateway cannot be used to guess passwords
-// against the mail server. It also carries the client's address in the
-// request context (set by httpapi). Its memory is bounded: entries expire and
-// the number of tracked keys is capped. It never stores a password, and it
-// does no I/O.
+// Package guard owns the gateway's abuse limits: a per-account token-bucket
+// rate limit on tool calls, and a login-failure back-off keyed by account and
+// client address together, by account alone (a much higher ceiling) and by
+// client address alone, so that the gateway cannot be used to guess passwords
+// against the mail server, and so that someone else's guesses cannot lock an
+// account's owner out. It also carries the client's address in the request
+// context (set by httpapi). Its memory is bounded: entries expire and the
+// number of tracked keys is capped. It never stores a password (only a keyed
+// hash of a credential that logged in), and it does no I/O.
 package guard
 
 import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 )
 
@@ -24,26 +26,41 @@ import (
 const DefaultMaxKeys = 100_000
 
 // Config sets the limits. Zero values switch a limit off.
+//
+// Every per-user limit is keyed on the canonical account
+// (credentials.Account: the user name trimmed and lower-cased), the way
+// mail servers such as Dovecot fold it, so that spelling a name differently
+// does not buy another share.
 type Config struct {
-	// RatePerMinute is the sustained number of tool calls one user may make
-	// per minute; 0 switches the rate limit off.
+	// RatePerMinute is the sustained number of tool calls one account may
+	// make per minute; 0 switches the rate limit off.
 	RatePerMinute float64
-	// Burst is how many calls a user may make at once above the sustained
-	// rate (at least 1 when the rate limit is on).
+	// Burst is how many calls an account may make at once above the
+	// sustained rate (at least 1 when the rate limit is on).
 	Burst int
 
-	// FailuresPerUser is how many failed logins in a row for one user name
-	// start the back-off; 0 switches the per-user back-off off.
+	// FailuresPerUser is how many failed logins for one account from one
+	// client address start the back-off for that account from that address;
+	// 0 switches it off.
 	FailuresPerUser int
-	// FailuresPerAddress is the same for one client address (all user names
-	// together); 0 switches the per-address back-off off.
+	// FailuresPerAccount is how many failed logins for one account, from
+	// all client addresses together, start the back-off for that account
+	// (guessing spread over many addresses); 0 switches it off. Keep it well
+	// above FailuresPerUser: it is the one limit someone else's guesses can
+	// make the owner hit (unless the owner's credential is proven).
+	FailuresPerAccount int
+	// FailuresPerAddress is how many failed logins from one client address
+	// (all accounts together) start the back-off for that address; 0
+	// switches it off.
 	FailuresPerAddress int
 	// Delay is the first refusal period; each further failure doubles it, up
-	// to MaxDelay.
+	// to MaxDelay. Failures and proven credentials are remembered for
+	// 2×MaxDelay after the last one.
 	Delay    time.Duration
 	MaxDelay time.Duration
 
-	// MaxKeys caps each table (users, addresses, rate buckets).
+	// MaxKeys caps each table (pairs, accounts, addresses, proofs, rate
+	// buckets).
 	MaxKeys int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
@@ -52,11 +69,13 @@ type Config struct {
 // Guard enforces the limits. Its methods are safe for concurrent use; a nil
 // *Guard allows everything.
 type Guard struct {
-	cfg   Config
-	now   func() time.Time
-	users *table[*failures]
-	addrs *table[*failures]
-	rates *table[*rate.Limiter]
+	cfg      Config
+	now      func() time.Time
+	pairs    *table[*failures] // account + client address
+	accounts *table[*failures]
+	addrs    *table[*failures]
+	proofs   *table[struct{}] // credentials that logged in
+	rates    *table[*rate.Limiter]
 }
 
 // New makes a Guard.
@@ -79,18 +98,16 @@ func New(cfg Config) *Guard {
 	}
 	return &Guard{
 		cfg: cfg, now: now,
-		users: newTable[*failures](cfg.MaxKeys),
-		addrs: newTable[*failures](cfg.MaxKeys),
-		rates: newTable[*rate.Limiter](cfg.MaxKeys),
+		pairs:    newTable[*failures](cfg.MaxKeys),
+		accounts: newTable[*failures](cfg.MaxKeys),
+		addrs:    newTable[*failures](cfg.MaxKeys),
+		proofs:   newTable[struct{}](cfg.MaxKeys),
+		rates:    newTable[*rate.Limiter](cfg.MaxKeys),
 	}
 }
 
-// userKey folds a user name the way mail servers usually do, so that
-// "Bob@x" and "bob@x" share one back-off.
-func userKey(user string) string { return strings.ToLower(strings.TrimSpace(user)) }
-
-// AllowCall takes one token from user's bucket, or returns a RateLimited
-// error saying when to retry.
+// AllowCall takes one token from the bucket of user's account, or returns a
+// RateLimited error saying when to retry.
 func (g *Guard) AllowCall(user string) error {
 	if g == nil || g.cfg.RatePerMinute <= 0 {
 		return nil
@@ -99,7 +116,7 @@ func (g *Guard) AllowCall(user string) error {
 	// A bucket refills completely in burst/rate; an entry idle that long is
 	// the same as a new one, so it may expire then.
 	full := time.Duration(float64(g.cfg.Burst) / g.cfg.RatePerMinute * float64(time.Minute))
-	lim := g.rates.get(userKey(user), now, full, func() *rate.Limiter {
+	lim := g.rates.get(credentials.Account(user), now, full, func() *rate.Limiter {
 		return rate.NewLimiter(rate.Limit(g.cfg.RatePerMinute/60), g.cfg.Burst)
 	})
 	r := lim.ReserveN(now, 1)
@@ -117,38 +134,67 @@ func (g *Guard) AllowCall(user string) error {
 // Login is one login attempt admitted by BeginLogin. Exactly one of
 // Refused, Succeeded or Abandoned should follow; later calls do nothing.
 type Login struct {
-	g          *Guard
-	user, addr string
-	inUser     bool // this attempt counts as in progress for the user name
-	once       sync.Once
+	g       *Guard
+	account string // canonical
+	addr    string // client address, "" if unknown
+	pair    string // account and addr
+	proof   string // hash of the whole credential
+	proven  bool   // admitted as a proven credential: no table counts it
+	// the tables where this attempt counts as in progress
+	inPair, inAccount bool
+	once              sync.Once
 }
 
-// BeginLogin reports whether a login for user from the client address in
-// ctx may go to the mail server now. While either is in back-off it returns
-// a RateLimited error saying when to retry, and the mail server must not be
-// contacted. For the user name, logins in progress count against the
-// threshold, so that many concurrent guesses at one account cannot slip past
-// it before the first one fails; for the address only failures count.
-func (g *Guard) BeginLogin(ctx context.Context, user string) (*Login, error) {
+// proofKey is the hash of the whole credential (user name as given, and
+// password) that a success records. It names no server: a credential proven
+// by an IMAP login also admits its SMTP AUTH, and the reverse.
+func proofKey(creds credentials.Credentials) string { return creds.Key("") }
+
+// BeginLogin reports whether a login with creds from the client address in
+// ctx may go to the mail server now. While the account from that address,
+// the account as a whole, or the address is in back-off, it returns a
+// RateLimited error saying when to retry, and the mail server must not be
+// contacted.
+//
+// Credentials that logged in successfully within the last 2×MaxDelay
+// (exactly these, password included) are admitted whatever the counts:
+// other people's guesses must not lock the owner out, and a proven password
+// is not a guess.
+//
+// For the account from one address and for the account as a whole, logins
+// in progress count against the threshold, so that many concurrent guesses
+// at one account cannot slip past it before the first one fails; for the
+// address only failures count.
+func (g *Guard) BeginLogin(ctx context.Context, creds credentials.Credentials) (*Login, error) {
 	if g == nil {
 		return nil, nil
 	}
 	now := g.now()
-	l := &Login{g: g, user: userKey(user), addr: ClientAddr(ctx)}
+	l := &Login{g: g, account: credentials.Account(creds.User), addr: ClientAddr(ctx), proof: proofKey(creds)}
+	l.pair = l.account + "\x00" + l.addr
+	if _, ok := g.proofs.peek(l.proof, now); ok {
+		l.proven = true
+		return l, nil
+	}
+	ttl := g.cfg.MaxDelay * 2
 	var wait time.Duration
 	admitted := true
 	if g.cfg.FailuresPerUser > 0 {
-		w, ok := g.users.admit(l.user, now, g.cfg.FailuresPerUser, g.cfg.MaxDelay*2, true)
-		wait, admitted, l.inUser = max(wait, w), admitted && ok, ok
+		w, ok := g.pairs.admit(l.pair, now, g.cfg.FailuresPerUser, ttl, true)
+		wait, admitted, l.inPair = max(wait, w), admitted && ok, ok
 	}
-	if g.cfg.FailuresPerAddress > 0 && l.addr != "" {
-		w, ok := g.addrs.admit(l.addr, now, g.cfg.FailuresPerAddress, g.cfg.MaxDelay*2, false)
+	if g.cfg.FailuresPerAccount > 0 && admitted {
+		w, ok := g.accounts.admit(l.account, now, g.cfg.FailuresPerAccount, ttl, true)
+		wait, admitted, l.inAccount = max(wait, w), admitted && ok, ok
+	}
+	if g.cfg.FailuresPerAddress > 0 && l.addr != "" && admitted {
+		w, ok := g.addrs.admit(l.addr, now, g.cfg.FailuresPerAddress, ttl, false)
 		wait, admitted = max(wait, w), admitted && ok
 	}
 	if admitted {
 		return l, nil
 	}
-	l.end() // give back what one table granted
+	l.end() // give back what the tables granted
 	if wait > 0 {
 		return nil, mailerr.Newf(mailerr.RateLimited,
 			"too many failed logins for this user or from this address: the gateway will not try the mail server again for %s; check the user name and password (an app password if the provider requires one)",
@@ -159,36 +205,46 @@ func (g *Guard) BeginLogin(ctx context.Context, user string) (*Login, error) {
 }
 
 // Refused records that the mail server refused the login (wrong user name
-// or password).
+// or password). A proven credential is proven no more: the password has
+// changed.
 func (l *Login) Refused() {
 	if l == nil {
 		return
 	}
 	g, now := l.g, l.g.now()
 	l.end()
-	if g.cfg.FailuresPerUser > 0 {
-		g.users.update(l.user, now, g.cfg.MaxDelay*2, func() *failures { return &failures{} },
-			func(f *failures) { f.fail(now, g.cfg.FailuresPerUser, g.cfg.Delay, g.cfg.MaxDelay) })
+	g.proofs.remove(l.proof)
+	ttl := g.cfg.MaxDelay * 2
+	count := func(t *table[*failures], key string, threshold int) {
+		if threshold > 0 {
+			t.update(key, now, ttl, func() *failures { return &failures{} },
+				func(f *failures) { f.fail(now, threshold, g.cfg.Delay, g.cfg.MaxDelay) })
+		}
 	}
-	if g.cfg.FailuresPerAddress > 0 && l.addr != "" {
-		g.addrs.update(l.addr, now, g.cfg.MaxDelay*2, func() *failures { return &failures{} },
-			func(f *failures) { f.fail(now, g.cfg.FailuresPerAddress, g.cfg.Delay, g.cfg.MaxDelay) })
+	count(g.pairs, l.pair, g.cfg.FailuresPerUser)
+	count(g.accounts, l.account, g.cfg.FailuresPerAccount)
+	if l.addr != "" {
+		count(g.addrs, l.addr, g.cfg.FailuresPerAddress)
 	}
 }
 
-// Succeeded forgets the user's failures. The client address's count is
-// kept: one valid account must not let an address reset its guesses at
-// others.
+// Succeeded records the credential as proven and forgets the failures of
+// the account from this address. The account's count over all addresses and
+// the address's count are kept: the owner logging in must not reset someone
+// else's guesses at the account, nor one valid account an address's guesses
+// at others.
 func (l *Login) Succeeded() {
 	if l == nil {
 		return
 	}
+	g, now := l.g, l.g.now()
 	l.end()
-	l.g.users.remove(l.user)
+	g.pairs.remove(l.pair)
+	g.proofs.get(l.proof, now, g.cfg.MaxDelay*2, func() struct{} { return struct{}{} })
 }
 
 // Abandoned ends an attempt whose outcome says nothing about the password
-// (network failure, timeout).
+// (network failure, timeout, the server's connection limit).
 func (l *Login) Abandoned() {
 	if l == nil {
 		return
@@ -199,15 +255,21 @@ func (l *Login) Abandoned() {
 // end releases the attempt's in-progress slots, once.
 func (l *Login) end() {
 	l.once.Do(func() {
-		if l.inUser {
-			l.g.users.release(l.user)
+		if l.inPair {
+			l.g.pairs.release(l.pair)
+		}
+		if l.inAccount {
+			l.g.accounts.release(l.account)
 		}
 	})
 }
 
-// Tracked reports how many keys each table holds (for tests and metrics).
-func (g *Guard) Tracked() (users, addrs, rates int) {
-	return g.users.len(), g.addrs.len(), g.rates.len()
+// Sizes is how many keys each table holds.
+type Sizes struct{ Pairs, Accounts, Addresses, Proofs, Rates int }
+
+// Tracked reports the tables' sizes (for tests and metrics).
+func (g *Guard) Tracked() Sizes {
+	return Sizes{g.pairs.len(), g.accounts.len(), g.addrs.len(), g.proofs.len(), g.rates.len()}
 }
 
 // failures is the back-off state of one key.
@@ -218,12 +280,13 @@ type failures struct {
 }
 
 // admit is BeginLogin's check on one key: the wait while it is in back-off,
-// and whether an attempt may start. With countPending (user names), failures
-// plus attempts in progress must stay under the threshold, and an admitted
-// attempt is counted as in progress: that stops a burst of parallel guesses
-// at one account. Without it (client addresses), only the back-off period
-// refuses: many users behind one address or proxy send mail concurrently
-// (each send is an SMTP login), and that must not read as guessing.
+// and whether an attempt may start. With countPending (accounts, from one
+// address or all), failures plus attempts in progress must stay under the
+// threshold, and an admitted attempt is counted as in progress: that stops
+// a burst of parallel guesses at one account. Without it (client
+// addresses), only the back-off period refuses: many users behind one
+// address or proxy send mail concurrently (each send is an SMTP login), and
+// that must not read as guessing.
 func (t *table[V]) admit(key string, now time.Time, threshold int, ttl time.Duration, countPending bool) (time.Duration, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()

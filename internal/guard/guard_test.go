@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 )
 
@@ -55,49 +57,75 @@ func TestRateLimit(t *testing.T) {
 		}
 	}
 	var nilGuard *Guard
-	if l, err := nilGuard.BeginLogin(context.Background(), "x"); nilGuard.AllowCall("x") != nil || err != nil {
+	if l, err := nilGuard.BeginLogin(context.Background(), credentials.New("x", "pw")); nilGuard.AllowCall("x") != nil || err != nil {
 		t.Fatal("nil guard refused")
 	} else {
 		l.Refused() // a nil Login is fine too
 	}
 }
 
-// try begins a login and abandons it, returning BeginLogin's error.
+// guesses makes every wrong password different, so that none is ever
+// proven by another's success.
+var guesses atomic.Int64
+
+// guess is user with a password never used before.
+func guess(user string) credentials.Credentials {
+	return credentials.New(user, fmt.Sprint("guess-", guesses.Add(1)))
+}
+
+// try begins a login with a fresh wrong password and abandons it, returning
+// BeginLogin's error.
 func try(g *Guard, ctx context.Context, user string) error {
-	l, err := g.BeginLogin(ctx, user)
+	return tryCreds(g, ctx, guess(user))
+}
+
+func tryCreds(g *Guard, ctx context.Context, creds credentials.Credentials) error {
+	l, err := g.BeginLogin(ctx, creds)
 	l.Abandoned()
 	return err
 }
 
-// failLogin is one login the server refused.
+// failLogin is one login with a wrong password that the server refused.
 func failLogin(t *testing.T, g *Guard, ctx context.Context, user string) {
 	t.Helper()
-	l, err := g.BeginLogin(ctx, user)
+	l, err := g.BeginLogin(ctx, guess(user))
 	if err != nil {
 		t.Fatalf("login for %s refused before it was tried: %v", user, err)
 	}
 	l.Refused()
 }
 
+// succeed is a login with creds that the server accepted.
+func succeed(t *testing.T, g *Guard, ctx context.Context, creds credentials.Credentials) {
+	t.Helper()
+	l, err := g.BeginLogin(ctx, creds)
+	if err != nil {
+		t.Fatalf("login for %s refused before it was tried: %v", creds.User, err)
+	}
+	l.Succeeded()
+}
+
+func addr(a string) context.Context { return WithClientAddr(context.Background(), a) }
+
 func TestLoginBackoff(t *testing.T) {
 	c := newClock()
 	g := New(Config{FailuresPerUser: 3, FailuresPerAddress: 10, Delay: 10 * time.Second, MaxDelay: 40 * time.Second, Now: c.now})
-	ctx := WithClientAddr(context.Background(), "192.0.2.1")
-	for i := range 2 {
+	ctx := addr("192.0.2.1")
+	for range 2 {
 		failLogin(t, g, ctx, "bob")
-		_ = i
 	}
 	if err := try(g, ctx, "bob"); err != nil {
 		t.Fatalf("3rd attempt refused before the 3rd failure: %v", err)
 	}
-	failLogin(t, g, ctx, "BOB")
-	err := try(g, ctx, "bob")
+	failLogin(t, g, ctx, " BOB") // the same account, spelt differently
+	err := try(g, ctx, "Bob")
 	if mailerr.KindOf(err) != mailerr.RateLimited || !strings.Contains(mailerr.Message(err), "for 10s") {
 		t.Fatalf("after 3 failures: %v", err)
 	}
-	// Another address is refused too: the user is in back-off.
-	if try(g, WithClientAddr(context.Background(), "192.0.2.2"), "bob") == nil {
-		t.Fatal("per-user back-off bypassed from another address")
+	// The back-off is for bob from this address: bob from another address
+	// is not locked out by these guesses.
+	if err := try(g, addr("192.0.2.2"), "bob"); err != nil {
+		t.Fatalf("bob from another address refused: %v", err)
 	}
 	// Another user from this address is fine (address threshold 10).
 	if err := try(g, ctx, "alice"); err != nil {
@@ -119,14 +147,10 @@ func TestLoginBackoff(t *testing.T) {
 		t.Fatalf("capped: %v, want 40s", err)
 	}
 	c.add(40 * time.Second)
-	l, err := g.BeginLogin(ctx, "bob")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Succeeded()
+	succeed(t, g, ctx, credentials.New("bob", "right"))
 	failLogin(t, g, ctx, "bob")
 	if err := try(g, ctx, "bob"); err != nil {
-		t.Fatalf("a success did not reset the user: %v", err)
+		t.Fatalf("a success did not reset bob's count from this address: %v", err)
 	}
 
 	// Per address: 10 failures over 10 users block the address for all.
@@ -137,44 +161,141 @@ func TestLoginBackoff(t *testing.T) {
 	if err := try(g, ctx, "fresh-user"); err == nil {
 		t.Fatal("address back-off did not engage")
 	}
-	if err := try(g, WithClientAddr(context.Background(), "192.0.2.9"), "fresh-user"); err != nil {
+	if err := try(g, addr("192.0.2.9"), "fresh-user"); err != nil {
 		t.Fatalf("another address refused: %v", err)
 	}
 	// A success for one user does not reset the address.
-	l, _ = g.BeginLogin(WithClientAddr(context.Background(), "192.0.2.9"), "user1")
-	l.Succeeded()
+	succeed(t, g, addr("192.0.2.9"), credentials.New("user1", "right"))
 	if err := try(g, ctx, "fresh-user"); err == nil {
 		t.Fatal("a success reset the address count")
 	}
 }
 
+// Guesses at an account from one address do not lock out its owner at
+// another; guesses spread over many addresses hit the account's own,
+// higher ceiling, which a credential that logged in recently passes.
+func TestGuessesDoNotLockOutTheOwner(t *testing.T) {
+	c := newClock()
+	g := New(Config{FailuresPerUser: 5, FailuresPerAccount: 12, FailuresPerAddress: 20,
+		Delay: time.Minute, MaxDelay: 4 * time.Minute, Now: c.now})
+	owner := credentials.New("alice@x", "right")
+	succeed(t, g, addr("192.0.2.1"), owner) // proven
+
+	// 20 guesses from one address: that address is refused from the 6th on.
+	guesser := addr("198.51.100.2")
+	refused := 0
+	for range 20 {
+		l, err := g.BeginLogin(guesser, guess("alice@x"))
+		if err != nil {
+			if !strings.Contains(mailerr.Message(err), "too many failed logins") {
+				t.Fatalf("unexpected refusal: %v", err)
+			}
+			refused++
+			continue
+		}
+		l.Refused()
+	}
+	if refused != 15 {
+		t.Fatalf("%d of 20 guesses refused, want 15", refused)
+	}
+	// The owner, proven or not, is not held back at another address...
+	if err := tryCreds(g, addr("192.0.2.1"), owner); err != nil {
+		t.Fatalf("the owner's proven password refused: %v", err)
+	}
+	unproven := credentials.New("ALICE@x", "right") // a spelling that never logged in
+	if err := tryCreds(g, addr("192.0.2.3"), unproven); err != nil {
+		t.Fatalf("an unproven login from a clean address refused: %v", err)
+	}
+	// ...and the owner's proven password passes even at the guesser's address.
+	if err := tryCreds(g, guesser, owner); err != nil {
+		t.Fatalf("the owner's proven password refused at the guesser's address: %v", err)
+	}
+
+	// Spread guessing: 5 + 2 more failures from other addresses reach the
+	// account's ceiling of 12 (5 counted from the first guesser).
+	for i := range 7 {
+		failLogin(t, g, addr(fmt.Sprintf("203.0.113.%d", i)), "alice@x")
+	}
+	if err := try(g, addr("203.0.113.200"), "alice@x"); err == nil || !strings.Contains(mailerr.Message(err), "for 1m0s") {
+		t.Fatalf("after 12 failures over many addresses: %v, want the account's back-off", err)
+	}
+	if err := tryCreds(g, addr("192.0.2.3"), unproven); err == nil {
+		t.Fatal("an unproven login passed the account's ceiling")
+	}
+	if err := tryCreds(g, addr("203.0.113.201"), owner); err != nil {
+		t.Fatalf("the proven password refused at the account's ceiling: %v", err)
+	}
+	// Proven logins do not count as attempts in progress: many at once pass.
+	var held []*Login
+	for range 20 {
+		l, err := g.BeginLogin(addr("192.0.2.1"), owner)
+		if err != nil {
+			t.Fatalf("concurrent proven login refused: %v", err)
+		}
+		held = append(held, l)
+	}
+	for _, l := range held {
+		l.Succeeded()
+	}
+
+	// The password changes: the first refusal ends the proof.
+	l, err := g.BeginLogin(addr("192.0.2.1"), owner)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Refused()
+	if err := tryCreds(g, addr("192.0.2.1"), owner); err == nil {
+		t.Fatal("a password the server refused is still treated as proven")
+	}
+
+	// A proof lasts 2×MaxDelay (8 min) after the last success.
+	c.add(time.Hour)
+	fresh := credentials.New("carol@x", "right")
+	succeed(t, g, addr("192.0.2.1"), fresh)
+	c.add(7*time.Minute + 30*time.Second)
+	for i := range 12 { // the account's back-off: until 8m30s
+		failLogin(t, g, addr(fmt.Sprintf("203.0.113.%d", 100+i)), "carol@x")
+	}
+	if err := tryCreds(g, addr("192.0.2.7"), fresh); err != nil {
+		t.Fatalf("proven 7m30s ago, refused: %v", err)
+	}
+	c.add(40 * time.Second)
+	if err := tryCreds(g, addr("192.0.2.7"), fresh); err == nil {
+		t.Fatal("a proof older than 2×MaxDelay still passes the ceiling")
+	}
+}
+
 func TestBoundedMemory(t *testing.T) {
 	c := newClock()
-	g := New(Config{RatePerMinute: 60, Burst: 5, FailuresPerUser: 3, FailuresPerAddress: 3, Delay: time.Second, MaxDelay: time.Minute, MaxKeys: 100, Now: c.now})
+	g := New(Config{RatePerMinute: 60, Burst: 5, FailuresPerUser: 3, FailuresPerAccount: 10, FailuresPerAddress: 3,
+		Delay: time.Second, MaxDelay: time.Minute, MaxKeys: 100, Now: c.now})
 	for i := range 10_000 {
 		ctx := WithClientAddr(context.Background(), fmt.Sprintf("10.0.%d.%d", i/256, i%256))
-		if l, err := g.BeginLogin(ctx, fmt.Sprintf("user%d", i)); err == nil {
-			l.Refused()
+		if l, err := g.BeginLogin(ctx, guess(fmt.Sprintf("user%d", i))); err == nil {
+			if i%2 == 0 {
+				l.Refused()
+			} else {
+				l.Succeeded()
+			}
 		}
 		g.AllowCall(fmt.Sprintf("user%d", i))
 	}
-	u, a, r := g.Tracked()
-	if u > 100 || a > 100 || r > 100 {
-		t.Fatalf("tracked %d users, %d addresses, %d buckets; cap is 100", u, a, r)
+	if n := g.Tracked(); n.Pairs > 100 || n.Accounts > 100 || n.Addresses > 100 || n.Proofs > 100 || n.Rates > 100 {
+		t.Fatalf("tracked %+v; cap is 100", n)
 	}
 	// Entries expire: after MaxDelay*2 the tables are swept on insert.
 	c.add(3 * time.Minute)
 	failLogin(t, g, context.Background(), "late")
-	if u, _, _ := g.Tracked(); u > 100 {
-		t.Fatalf("%d users", u)
+	if n := g.Tracked(); n.Pairs > 100 || n.Accounts > 100 {
+		t.Fatalf("tracked %+v", n)
 	}
-	if _, ok := g.users.peek("user9999", c.now()); ok {
+	if _, ok := g.accounts.peek("user9999", c.now()); ok {
 		t.Fatal("an expired entry is still served")
 	}
 }
 
 func TestConcurrentUse(t *testing.T) {
-	g := New(Config{RatePerMinute: 6000, Burst: 10, FailuresPerUser: 3, FailuresPerAddress: 3, MaxKeys: 50})
+	g := New(Config{RatePerMinute: 6000, Burst: 10, FailuresPerUser: 3, FailuresPerAccount: 6, FailuresPerAddress: 3, MaxKeys: 50})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
@@ -184,7 +305,11 @@ func TestConcurrentUse(t *testing.T) {
 			for j := range 500 {
 				u := fmt.Sprintf("u%d", (i*j)%70)
 				g.AllowCall(u)
-				if l, err := g.BeginLogin(ctx, u); err == nil {
+				creds := guess(u)
+				if j%3 == 0 {
+					creds = credentials.New(u, "right")
+				}
+				if l, err := g.BeginLogin(ctx, creds); err == nil {
 					if j%7 == 0 {
 						l.Succeeded()
 					} else {
@@ -205,7 +330,7 @@ func TestConcurrentAttemptsCount(t *testing.T) {
 	ctx := context.Background()
 	var held []*Login
 	for i := range 10 {
-		l, err := g.BeginLogin(ctx, "bob")
+		l, err := g.BeginLogin(ctx, guess("bob"))
 		if err != nil {
 			if i != 3 {
 				t.Fatalf("attempt %d refused, want the 4th (index 3) to be the first", i)
@@ -221,7 +346,7 @@ func TestConcurrentAttemptsCount(t *testing.T) {
 		t.Fatalf("%d attempts admitted at once, want 3", len(held))
 	}
 	held[0].Abandoned() // a network failure frees its slot without counting
-	l, err := g.BeginLogin(ctx, "bob")
+	l, err := g.BeginLogin(ctx, guess("bob"))
 	if err != nil {
 		t.Fatalf("slot not freed: %v", err)
 	}
@@ -234,11 +359,11 @@ func TestConcurrentAttemptsCount(t *testing.T) {
 	}
 	// After the period, one probe at a time.
 	c.add(time.Minute)
-	p1, err := g.BeginLogin(ctx, "bob")
+	p1, err := g.BeginLogin(ctx, guess("bob"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.BeginLogin(ctx, "bob"); err == nil {
+	if _, err := g.BeginLogin(ctx, guess("bob")); err == nil {
 		t.Fatal("two probes at once after the back-off")
 	}
 	p1.Succeeded()
@@ -256,7 +381,7 @@ func TestAddressCountsFailuresNotConcurrency(t *testing.T) {
 	ctx := WithClientAddr(context.Background(), "192.0.2.7")
 	var held []*Login
 	for i := range 100 {
-		l, err := g.BeginLogin(ctx, fmt.Sprintf("user%d", i))
+		l, err := g.BeginLogin(ctx, guess(fmt.Sprintf("user%d", i)))
 		if err != nil {
 			t.Fatalf("concurrent login %d from one address refused: %v", i, err)
 		}
@@ -274,5 +399,29 @@ func TestAddressCountsFailuresNotConcurrency(t *testing.T) {
 	}
 	if err := try(g, WithClientAddr(context.Background(), "192.0.2.8"), "user200"); err != nil {
 		t.Fatalf("another address is refused too: %v", err)
+	}
+}
+
+// Concurrent guesses at one account from many addresses cannot slip past
+// the account's ceiling either: attempts in progress count there too.
+func TestConcurrentAttemptsCountPerAccount(t *testing.T) {
+	c := newClock()
+	g := New(Config{FailuresPerUser: 3, FailuresPerAccount: 8, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now})
+	var held []*Login
+	for i := range 50 {
+		l, err := g.BeginLogin(addr(fmt.Sprintf("203.0.113.%d", i)), guess("bob"))
+		if err != nil {
+			break
+		}
+		held = append(held, l)
+	}
+	if len(held) != 8 {
+		t.Fatalf("%d concurrent attempts from different addresses admitted, want 8", len(held))
+	}
+	for _, l := range held {
+		l.Refused()
+	}
+	if err := try(g, addr("203.0.113.99"), "bob"); err == nil || !strings.Contains(mailerr.Message(err), "for 1m0s") {
+		t.Fatalf("after 8 refusals: %v", err)
 	}
 }

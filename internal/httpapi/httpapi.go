@@ -1,14 +1,13 @@
 // Package httpapi is the gateway's HTTP surface: the mux (/mcp, /health) and
 // the middleware every request passes before MCP runs: request id and log
-// line, panic recovery, body limit, Origin check and CORS, and credential
-// headers. It knows nothing about IMAP or SMTP.
+// line, panic recovery, the limits on connections, requests in flight and
+// buffered bodies, the body checks (size, read deadline, duplicate JSON
+// keys), Origin check and CORS, and credential headers. It knows nothing
+// about IMAP or SMTP.
 package httpapi
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/netip"
@@ -20,10 +19,12 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
 )
 
-// Header names carrying mailbox credentials.
+// Header names carrying mailbox credentials: a user and password, or a
+// sealed token (opened by the tool layer).
 const (
-	HeaderUser = "X-Imap-User"
-	HeaderPass = "X-Imap-Pass"
+	HeaderUser  = "X-Imap-User"
+	HeaderPass  = "X-Imap-Pass"
+	HeaderToken = "X-Mailbox-Token"
 )
 
 // Options configure the HTTP surface.
@@ -31,6 +32,16 @@ type Options struct {
 	Version         string
 	AllowedOrigins  []string // "*" allows any
 	MaxRequestBytes int64
+	// MaxInflightRequests bounds the /mcp requests served at once; over it
+	// a request gets 503 (0: no limit).
+	MaxInflightRequests int
+	// MaxBufferedBytes bounds the request-body bytes all requests together
+	// hold in memory; over it a request gets 503. Each request may hold
+	// 16 KiB without drawing on it, so small calls pass even when large
+	// bodies have used it up.
+	MaxBufferedBytes int64
+	// BodyReadTimeout bounds reading one request body (0: no limit).
+	BodyReadTimeout time.Duration
 	Logger          *slog.Logger
 	// Loopback says the server listens on a loopback address only: then
 	// /mcp accepts only local Host names (plus AllowedHosts) and local
@@ -49,7 +60,12 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	origins.localOnly = opts.Loopback
 	hosts := newHostPolicy(opts.Loopback, opts.AllowedHosts)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", hosts.wrap(origins.wrap(limitBody(opts.MaxRequestBytes, mcpOnly(clientAddr(opts.TrustedProxies, withCredentials(mcp)))))))
+	budget := newByteBudget(opts.MaxBufferedBytes)
+	if opts.MaxBufferedBytes <= 0 {
+		budget = newByteBudget(1 << 62)
+	}
+	body := readBody(opts.MaxRequestBytes, budget, opts.BodyReadTimeout, mcpOnly(clientAddr(opts.TrustedProxies, withCredentials(mcp))))
+	mux.Handle("/mcp", limitInflight(opts.MaxInflightRequests, hosts.wrap(origins.wrap(body))))
 	mux.HandleFunc("/health", health(opts.Version))
 	return logRequests(log, recoverPanics(log, mux))
 }
@@ -87,50 +103,35 @@ func mcpOnly(next http.Handler) http.Handler {
 	})
 }
 
-// limitBody reads at most max bytes of the body. A declared Content-Length
-// over the limit is refused before reading anything; a chunked body is
-// refused as soon as it passes the limit.
-func limitBody(max int64, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > max {
-			w.Header().Set("Connection", "close")
-			httpError(w, http.StatusRequestEntityTooLarge, "request body too large")
-			return
-		}
-		if r.Body != nil && r.Method == http.MethodPost {
-			body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
-			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					w.Header().Set("Connection", "close")
-					httpError(w, http.StatusRequestEntityTooLarge, "request body too large")
-					return
-				}
-				httpError(w, http.StatusBadRequest, "could not read the request body")
-				return
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		next.ServeHTTP(w, r)
-	})
-}
-
-// withCredentials puts the x-imap-user / x-imap-pass credentials into the
-// request context. Half a pair is refused: it is always a client mistake.
+// withCredentials puts the credentials of the request's headers into its
+// context: x-imap-user and x-imap-pass, or a sealed token in
+// x-mailbox-token (left unopened: the tool layer opens it, so that a bad
+// token is a tool error). Half a pair, both kinds at once, or a NUL byte
+// is refused: each is always a client mistake, or an attack.
 func withCredentials(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass := strings.TrimSpace(r.Header.Get(HeaderUser)), r.Header.Get(HeaderPass)
+		token := strings.TrimSpace(r.Header.Get(HeaderToken))
+		if strings.ContainsRune(user, 0) || strings.ContainsRune(pass, 0) || strings.ContainsRune(token, 0) {
+			httpError(w, http.StatusBadRequest, "a NUL byte is not allowed in x-imap-user, x-imap-pass or x-mailbox-token")
+			return
+		}
+		ctx := r.Context()
 		switch {
+		case token != "" && (user != "" || pass != ""):
+			httpError(w, http.StatusBadRequest, "send either x-mailbox-token or x-imap-user and x-imap-pass, not both")
+			return
+		case token != "":
+			ctx = credentials.NewTokenContext(ctx, token)
 		case user == "" && pass == "":
 		case user == "" || pass == "":
 			httpError(w, http.StatusBadRequest, "send both x-imap-user and x-imap-pass, or neither")
 			return
 		default:
-			ctx := credentials.NewContext(r.Context(), credentials.New(user, pass))
+			ctx = credentials.NewContext(ctx, credentials.New(user, pass))
 			reqlog.FromContext(ctx).SetUser(user)
-			r = r.WithContext(ctx)
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
@@ -165,6 +166,9 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 		}
 		if user != "" {
 			attrs = append(attrs, "user", user)
+		}
+		if cause := rec.Cause(); cause != "" {
+			attrs = append(attrs, "cause", cause)
 		}
 		log.InfoContext(ctx, "request", attrs...)
 	})

@@ -30,7 +30,9 @@ func New(cfg Config, pc pool.Config, log *slog.Logger) *Client {
 	}
 	log = log.With("component", "mailbox")
 	c := &Client{cfg: cfg, log: log}
-	c.pool = pool.New(pc, c.check, log, pool.WithGracefulClose(func(ctx context.Context, conn *Conn) { conn.Logout(ctx) }))
+	c.pool = pool.New(pc, c.check, log,
+		pool.WithGracefulClose(func(ctx context.Context, conn *Conn) { conn.Logout(ctx) }),
+		pool.WithRefused[*Conn](refusedLogin))
 	return c
 }
 
@@ -45,7 +47,7 @@ func (c *Client) check(ctx context.Context, conn *Conn) error {
 	if conn.closed() {
 		return errors.New("connection closed")
 	}
-	return bridge(ctx, conn, func() error { return conn.c.Noop().Wait() })
+	return bridge(ctx, conn, stepCheck, func() error { return conn.c.Noop().Wait() })
 }
 
 func (c *Conn) closed() bool {
@@ -60,23 +62,32 @@ func (c *Conn) closed() bool {
 // Verify logs in with creds (or finds a pooled connection that did so with
 // exactly these credentials).
 func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) error {
-	return c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error { return nil })
+	return c.do(ctx, creds, "checking the login", true, func(ctx context.Context, conn *Conn) error { return nil })
 }
 
 // do runs op on a pooled, logged-in connection for creds, under the IMAP
-// timeout and the caller's context. A connection that fails is discarded,
+// timeout and the caller's context. step says what op does, in words that
+// complete "while ..." (a timeout names it; waiting for the pool, dialling
+// and logging in name their own). A connection that fails is discarded,
 // never returned to the pool. A read-only op that fails on a reused
 // connection because the connection broke (the server restarted or kicked
 // it) is retried once on a fresh connection: that is safe because it changes
 // nothing.
-func (c *Client) do(ctx context.Context, creds credentials.Credentials, readOnly bool, op func(context.Context, *Conn) error) error {
+func (c *Client) do(ctx context.Context, creds credentials.Credentials, step string, readOnly bool, op func(context.Context, *Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	key := creds.Key(c.cfg.Host)
+	// Connections are reused only for exactly these credentials, and
+	// counted against MaxPerGroup per account, however the name is spelt.
+	key := pool.Key{Group: credentials.Account(creds.User), Conn: creds.Key(c.cfg.Host)}
+	// The pool may call this later to renew an idle connection (its
+	// Revalidate), with a context of its own: it carries its own timeout.
+	login := func(ctx context.Context) (*Conn, error) {
+		ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+		return dial(ctx, c.cfg, creds)
+	}
 	for attempt := 0; ; attempt++ {
-		lease, err := c.pool.Get(ctx, key, func(ctx context.Context) (*Conn, error) {
-			return dial(ctx, c.cfg, creds)
-		})
+		lease, err := c.pool.Get(ctx, key, login)
 		if err != nil {
 			return c.poolError(ctx, err)
 		}
@@ -85,7 +96,7 @@ func (c *Client) do(ctx context.Context, creds credentials.Credentials, readOnly
 			lease.Discard()
 			continue
 		}
-		err = bridge(ctx, conn, func() error { return op(ctx, conn) })
+		err = bridge(ctx, conn, step, func() error { return op(ctx, conn) })
 		if err == nil || keepsConnection(err) {
 			lease.Release()
 			return err
@@ -99,14 +110,18 @@ func (c *Client) do(ctx context.Context, creds credentials.Credentials, readOnly
 	}
 }
 
+// poolError classifies what pool.Get returned: the pool's own errors, or
+// the dial's (already classified, with their step).
 func (c *Client) poolError(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, pool.ErrBusy):
-		return mailerr.Wrap(mailerr.Busy, err, "the gateway is busy (all mail connections are in use); retry in a few seconds")
+		e := mailerr.Wrap(mailerr.Busy, err, "the gateway is busy (all mail connections are in use); retry in a few seconds")
+		e.Step = stepWait
+		return e
 	case errors.Is(err, pool.ErrClosed):
 		return mailerr.Wrap(mailerr.Unavailable, err, "the gateway is shutting down; retry shortly")
 	case ctx.Err() != nil && mailerr.KindOf(err) == mailerr.Internal:
-		return contextError(ctx)
+		return mailerr.TimedOut(ctx, stepWait)
 	}
 	return err
 }

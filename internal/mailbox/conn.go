@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 
@@ -17,22 +16,14 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
-)
-
-// Security says how the IMAP connection is protected.
-type Security string
-
-const (
-	TLS      Security = "tls"
-	StartTLS Security = "starttls"
-	Plain    Security = "plain"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
 // Config says how to reach the IMAP server.
 type Config struct {
 	Host     string
 	Port     int
-	Security Security
+	Security transport.Security
 	// TLS is the client TLS configuration; ServerName is set from Host when empty.
 	TLS *tls.Config
 	// Timeout bounds every operation (dial and login included) unless the
@@ -45,7 +36,18 @@ type Config struct {
 	Guard *guard.Guard
 }
 
-func (c Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
+func (c Config) endpoint() transport.Endpoint {
+	return transport.Endpoint{Host: c.Host, Port: c.Port, Security: c.Security, TLS: c.TLS, ALPN: "imap"}
+}
+
+// Steps of a connection's life that a timeout can name; connecting and
+// starting TLS come from the transport.Endpoint.
+const (
+	stepWait   = "waiting for a free mail connection"
+	stepLogin  = "logging in to the mail server"
+	stepCheck  = "checking an idle mail connection"
+	stepLogout = "logging out of the mail server"
+)
 
 // Conn is one logged-in IMAP connection. It remembers which mailbox is
 // selected so that the next call on the same folder skips the SELECT: with
@@ -58,6 +60,7 @@ type Conn struct {
 	selected    string // mailbox name as sent to the server, "" if none
 	selectedRW  bool   // selected read-write (SELECT) rather than EXAMINE
 	uidValidity uint32
+	role        string // special-use role of the selected mailbox (folders.go), "" if none
 	closeOnce   sync.Once
 }
 
@@ -70,7 +73,7 @@ func (c *Conn) Close() error {
 
 // Logout says goodbye to the server, bounded by ctx, then closes.
 func (c *Conn) Logout(ctx context.Context) {
-	_ = bridge(ctx, c, func() error { return c.c.Logout().Wait() })
+	_ = bridge(ctx, c, stepLogout, func() error { return c.c.Logout().Wait() })
 	c.Close()
 }
 
@@ -79,32 +82,26 @@ func (c *Conn) client() *imapclient.Client { return c.c }
 
 // bridge runs op on conn and closes conn if ctx ends first: go-imap takes no
 // context and would otherwise wait forever on a silent server. An error
-// caused by the context ending is reported as a timeout or cancellation.
-func bridge(ctx context.Context, conn *Conn, op func() error) error {
+// caused by the context ending is reported as a timeout or cancellation
+// while step.
+func bridge(ctx context.Context, conn *Conn, step string, op func() error) error {
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	err := op()
 	if !stop() {
 		// The context ended while op ran and conn is closed: whatever op
 		// returned, the cause is the context.
-		return contextError(ctx)
+		return mailerr.TimedOut(ctx, step)
 	}
 	return err
 }
 
-func contextError(ctx context.Context) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.Is(context.Cause(ctx), context.DeadlineExceeded) {
-		return mailerr.Wrap(mailerr.Timeout, ctx.Err(), "the mail server did not answer in time; try again")
-	}
-	return mailerr.Wrap(mailerr.Timeout, ctx.Err(), "the request was cancelled")
-}
-
 // dial opens a connection and logs in with creds, all under ctx.
 func dial(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn, error) {
-	if cfg.Security == Plain && !cfg.AllowPlaintextAuth {
+	if cfg.Security == transport.Plain && !cfg.AllowPlaintextAuth {
 		return nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
 	}
 	// In back-off the mail server is not contacted at all.
-	attempt, err := cfg.Guard.BeginLogin(ctx, creds.User)
+	attempt, err := cfg.Guard.BeginLogin(ctx, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -128,31 +125,23 @@ func refusedLogin(err error) bool {
 }
 
 func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn, error) {
-	d := net.Dialer{KeepAlive: 30 * time.Second}
-	raw, err := d.DialContext(ctx, "tcp", cfg.addr())
+	ep := cfg.endpoint()
+	netConn, err := transport.Dial(ctx, ep)
 	if err != nil {
-		return nil, dialError(ctx, err)
+		return nil, err
 	}
-	tlsConf := cfg.tlsConfig()
-	opts := &imapclient.Options{TLSConfig: tlsConf, WordDecoder: mailmsg.WordDecoder()}
-	var netConn net.Conn = raw
-	if cfg.Security == TLS {
-		tc := tls.Client(raw, tlsConf)
-		if err := tc.HandshakeContext(ctx); err != nil {
-			raw.Close()
-			return nil, tlsError(ctx, err)
-		}
-		netConn = tc
-	}
+	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder()}
 	// Until the login is done, ctx ending closes the socket: go-imap sets
 	// its own read deadlines, so a deadline on the socket would not hold.
+	// greetAndLogin runs on this goroutine, so step is safe to read after.
+	step := ep.ConnectStep()
 	stop := context.AfterFunc(ctx, func() { netConn.Close() })
-	conn, err := greetAndLogin(netConn, opts, cfg.Security, creds)
+	conn, err := greetAndLogin(ctx, ep, netConn, opts, creds, &step)
 	if !stop() {
 		if conn != nil {
 			conn.Close()
 		}
-		return nil, contextError(ctx)
+		return nil, mailerr.TimedOut(ctx, step)
 	}
 	if err != nil {
 		netConn.Close()
@@ -162,12 +151,23 @@ func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials
 }
 
 // greetAndLogin waits for the greeting (and upgrades with STARTTLS when
-// asked), then logs in. It blocks until done or the socket is closed.
-func greetAndLogin(netConn net.Conn, opts *imapclient.Options, security Security, creds credentials.Credentials) (*Conn, error) {
+// asked), then logs in, keeping *step at what it is doing. It blocks until
+// done or the socket is closed.
+func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn, opts *imapclient.Options, creds credentials.Credentials, step *string) (*Conn, error) {
 	var c *imapclient.Client
-	if security == StartTLS {
+	if ep.Security == transport.StartTLS {
+		// go-imap sends STARTTLS without waiting for the greeting: until
+		// the server has said something, it is still being connected to.
+		w := transport.Watch(netConn)
+		*step = ep.TLSStep()
 		var err error
-		if c, err = imapclient.NewStartTLS(netConn, opts); err != nil {
+		if c, err = imapclient.NewStartTLS(w, opts); err != nil {
+			if !w.Answered() {
+				*step = ep.ConnectStep()
+			}
+			if me := ep.Classify(ctx, *step, err); me != nil {
+				return nil, me
+			}
 			return nil, mailerr.Wrap(mailerr.Unavailable, err, "could not start TLS with the mail server (STARTTLS)")
 		}
 	} else {
@@ -181,6 +181,7 @@ func greetAndLogin(netConn net.Conn, opts *imapclient.Options, security Security
 	if c.State() == imap.ConnStateAuthenticated {
 		return conn, nil // PREAUTH (refused by go-imap after STARTTLS)
 	}
+	*step = stepLogin
 	if c.Caps().Has(imap.CapLoginDisabled) {
 		conn.Close()
 		return nil, mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
@@ -192,49 +193,22 @@ func greetAndLogin(netConn net.Conn, opts *imapclient.Options, security Security
 	return conn, nil
 }
 
-func (c Config) tlsConfig() *tls.Config {
-	var t *tls.Config
-	if c.TLS != nil {
-		t = c.TLS.Clone()
-	} else {
-		t = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	if t.ServerName == "" {
-		t.ServerName = c.Host
-	}
-	if t.NextProtos == nil && c.Security == TLS {
-		t.NextProtos = []string{"imap"}
-	}
-	return t
-}
-
-func dialError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return contextError(ctx)
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return mailerr.Wrap(mailerr.Unavailable, err, "the mail server's host name could not be resolved")
-	}
-	return mailerr.Wrap(mailerr.Unavailable, err, "the mail server could not be reached; try again later")
-}
-
-func tlsError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return contextError(ctx)
-	}
-	return mailerr.Wrap(mailerr.Unavailable, err, "TLS handshake with the mail server failed (certificate or protocol mismatch)")
-}
-
 // loginError classifies a failed LOGIN. A NO answer is an authentication
-// failure whether or not the server sent the AUTHENTICATIONFAILED code;
-// UNAVAILABLE means the server cannot log anyone in right now.
+// failure whether or not the server sent the AUTHENTICATIONFAILED code,
+// except with a code that says the password was not the problem (RFC 5530):
+// UNAVAILABLE (the server cannot log anyone in right now), LIMIT (Dovecot's
+// per-user connection limit, mail_max_userip_connections) and INUSE. Those
+// are Temporary, so they never count toward the login back-off.
 func loginError(err error) error {
 	var ie *imap.Error
 	if errors.As(err, &ie) {
 		switch ie.Code {
 		case imap.ResponseCodeUnavailable:
 			return mailerr.Wrap(mailerr.Temporary, err, "the mail server cannot log you in right now; try again later")
+		case imap.ResponseCodeLimit:
+			return mailerr.Wrap(mailerr.Temporary, err, "the mail server refused: too many connections for this account; try again shortly")
+		case imap.ResponseCodeInUse:
+			return mailerr.Wrap(mailerr.Temporary, err, "the mail server refused: the mailbox is in use; try again shortly")
 		case imap.ResponseCodePrivacyRequired:
 			return mailerr.Wrap(mailerr.Auth, err, "the mail server requires an encrypted connection for login")
 		}

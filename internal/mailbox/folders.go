@@ -35,7 +35,7 @@ var folderStatus = &imap.StatusOptions{NumMessages: true, NumUnseen: true}
 // round trip when the server offers it, else LIST plus pipelined STATUS.
 func (c *Client) ListFolders(ctx context.Context, creds credentials.Credentials) ([]Folder, error) {
 	var out []Folder
-	err := c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
+	err := c.do(ctx, creds, "listing the folders", true, func(ctx context.Context, conn *Conn) error {
 		var err error
 		out, err = listFolders(conn)
 		return err
@@ -65,18 +65,7 @@ func listFolders(conn *Conn) ([]Folder, error) {
 		if d.Delim != 0 {
 			f.Delimiter = string(d.Delim)
 		}
-		if strings.EqualFold(d.Mailbox, "INBOX") {
-			f.Role = "inbox"
-		}
-		for _, a := range d.Attrs {
-			attr := strings.ToLower(string(a))
-			if r := roles[attr]; r != "" && f.Role == "" {
-				f.Role = r
-			}
-			if attr == `\noselect` || attr == `\nonexistent` {
-				f.Selectable = false
-			}
-		}
+		f.Role, f.Selectable = roleOf(d), selectable(d)
 		if d.Status != nil {
 			f.Total, f.Unread = deref(d.Status.NumMessages), deref(d.Status.NumUnseen)
 		} else if f.Selectable && !listStatus {
@@ -104,6 +93,20 @@ func listFolders(conn *Conn) ([]Folder, error) {
 	return folders, nil
 }
 
+// roleOf is a LISTed folder's role: inbox by name, else from its special-use
+// attribute.
+func roleOf(d *imap.ListData) string {
+	if strings.EqualFold(d.Mailbox, "INBOX") {
+		return "inbox"
+	}
+	for _, a := range d.Attrs {
+		if r := roles[strings.ToLower(string(a))]; r != "" {
+			return r
+		}
+	}
+	return ""
+}
+
 type statusWait struct {
 	i   int
 	cmd interface {
@@ -125,22 +128,22 @@ func imapError(err error, folder string) error {
 	if errors.As(err, &ie) {
 		switch ie.Code {
 		case imap.ResponseCodeNonExistent, imap.ResponseCodeTryCreate:
-			return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist; call imap_list_folders to see the folders")
+			return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist").About(mailerr.SubjectFolder)
 		case imap.ResponseCodeUnavailable, imap.ResponseCodeInUse:
-			return mailerr.Wrap(mailerr.Temporary, err, "the mail server is temporarily unable to do this; try again shortly")
+			return mailerr.Wrap(mailerr.Temporary, err, "the mail server is temporarily unable to do this")
 		case imap.ResponseCodeLimit:
-			return mailerr.Wrap(mailerr.Temporary, err, "the mail server refused: a server limit was reached; try again shortly")
+			return mailerr.Wrap(mailerr.Temporary, err, "the mail server refused: a server limit was reached")
 		case imap.ResponseCodeOverQuota:
 			return mailerr.Wrap(mailerr.Permanent, err, "the mailbox is over its quota")
 		case imap.ResponseCodeNoPerm:
 			return mailerr.Wrap(mailerr.Permanent, err, "the mail server does not allow this for your account")
 		}
 		if folder != "" && ie.Type == imap.StatusResponseTypeNo {
-			return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist or cannot be opened; call imap_list_folders to see the folders")
+			return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist or cannot be opened").About(mailerr.SubjectFolder)
 		}
 		return mailerr.Wrap(mailerr.Internal, err, "the mail server refused the command")
 	}
-	return mailerr.Wrap(mailerr.Unavailable, err, "the connection to the mail server failed; try again")
+	return mailerr.Wrap(mailerr.Unavailable, err, "the connection to the mail server failed")
 }
 
 func quote(s string) string { return "\"" + s + "\"" }

@@ -1,7 +1,6 @@
 package mailbox
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -22,7 +21,10 @@ import (
 const (
 	DefaultLimit = 20
 	MaxLimit     = 100
-	previewBytes = 600
+	// previewBytes is what a list fetches of part 1 of each message: room
+	// for the MIME headers in front of a nested text part and for the
+	// markup in front of an HTML body's first words.
+	previewBytes = 2048
 	previewRunes = 200
 )
 
@@ -56,13 +58,13 @@ func decodeCursor(s, folder, query string) (*cursor, error) {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	var cu cursor
 	if err != nil || json.Unmarshal(b, &cu) != nil || cu.V != 1 || cu.Before == 0 {
-		return nil, mailerr.New(mailerr.BadInput, "invalid cursor: pass next_cursor from a previous result unchanged")
+		return nil, mailerr.New(mailerr.BadInput, "invalid cursor: it is not a next_cursor value this gateway made").About(mailerr.SubjectCursor)
 	}
 	if cu.Folder != folder {
-		return nil, mailerr.Newf(mailerr.BadInput, "this cursor belongs to folder %q, not %q", cu.Folder, folder)
+		return nil, mailerr.Newf(mailerr.BadInput, "this cursor belongs to folder %s, not %s", quote(cu.Folder), quote(folder)).About(mailerr.SubjectCursor)
 	}
 	if cu.Query != query {
-		return nil, mailerr.New(mailerr.BadInput, "this cursor belongs to a different search; start again without a cursor")
+		return nil, mailerr.New(mailerr.BadInput, "this cursor belongs to a different search").About(mailerr.SubjectCursor)
 	}
 	return &cu, nil
 }
@@ -97,13 +99,13 @@ func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, 
 		return nil, err
 	}
 	var page *Page
-	err = c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "listing the messages", true, func(ctx context.Context, conn *Conn) error {
 		mb, err := conn.examine(folder)
 		if err != nil {
 			return err
 		}
 		cl := conn.client()
-		status := cl.Status(folder, &imap.StatusOptions{NumMessages: true, NumUnseen: true, UIDValidity: true})
+		status := cl.Status(folder, pageStatus)
 		var set imap.SeqSet
 		if cur == nil {
 			n := mb.NumMessages
@@ -123,36 +125,48 @@ func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, 
 		}
 		var msgs []Summary
 		if len(set) > 0 {
-			msgs, err = fetchSummaries(cl, set, folder)
+			msgs, err = fetchSummaries(cl, set)
 			if err != nil {
 				return err
 			}
 		}
-		sd, err := status.Wait()
-		if err != nil {
-			return imapError(err, folder)
-		}
-		if cur != nil && sd.UIDValidity != cur.UV {
-			return uidValidityChanged(folder)
-		}
 		if cur != nil {
 			msgs = slices.DeleteFunc(msgs, func(m Summary) bool { return m.UID >= cur.Before })
 		}
-		msgs = newestFirst(msgs, limit)
-		page = &Page{Folder: folder, UIDValidity: sd.UIDValidity, Total: deref(sd.NumMessages), Unread: deref(sd.NumUnseen), Messages: msgs}
-		if len(msgs) == limit && msgs[len(msgs)-1].UID > 1 {
-			page.NextCursor = cursor{V: 1, Folder: folder, UV: sd.UIDValidity, Before: msgs[len(msgs)-1].UID}.encode()
+		if page, err = conn.newPage(folder, status, cur, msgs, limit); err != nil {
+			return err
 		}
-		if page.Messages == nil {
-			page.Messages = []Summary{}
+		if n := len(page.Messages); n == limit && page.Messages[n-1].UID > 1 {
+			page.NextCursor = cursor{V: 1, Folder: folder, UV: page.UIDValidity, Before: page.Messages[n-1].UID}.encode()
 		}
 		return nil
 	})
 	return page, err
 }
 
+// pageStatus is what a page says about its folder.
+var pageStatus = &imap.StatusOptions{NumMessages: true, NumUnseen: true, UIDValidity: true}
+
+// newPage makes the page of msgs (newest first, at most limit) once the
+// folder's STATUS is in, refusing a cursor from before the folder was
+// rebuilt.
+func (conn *Conn) newPage(folder string, status *imapclient.StatusCommand, cur *cursor, msgs []Summary, limit int) (*Page, error) {
+	sd, err := status.Wait()
+	if err != nil {
+		return nil, imapError(err, folder)
+	}
+	if cur != nil && sd.UIDValidity != cur.UV {
+		return nil, uidValidityChanged(folder)
+	}
+	msgs = newestFirst(msgs, limit)
+	if msgs == nil {
+		msgs = []Summary{}
+	}
+	return &Page{Folder: folder, Role: conn.role, UIDValidity: sd.UIDValidity, Total: deref(sd.NumMessages), Unread: deref(sd.NumUnseen), Messages: msgs}, nil
+}
+
 func uidValidityChanged(folder string) error {
-	return mailerr.Newf(mailerr.BadInput, "folder %q was rebuilt on the server (UIDVALIDITY changed), so this cursor is no longer valid; start again without a cursor", folder)
+	return mailerr.Newf(mailerr.BadInput, "folder %s was rebuilt on the server (UIDVALIDITY changed), so this cursor no longer applies", quote(folder)).About(mailerr.SubjectCursor)
 }
 
 func checkLimit(limit int) (int, error) {
@@ -195,23 +209,27 @@ func countBelow(cl *imapclient.Client, uid uint32) (uint32, error) {
 	return uint32(len(d.AllSeqNums())), nil
 }
 
+// summaryFetch asks for the first bytes of part 1 for the preview: part 1
+// exists in every message (the body of a single-part message, the first
+// part of a multipart), so no server refuses it, and the body structure
+// says where in it the first text part lies.
 var summaryFetch = &imap.FetchOptions{
 	UID: true, Flags: true, Envelope: true, RFC822Size: true, InternalDate: true,
 	BodyStructure: &imap.FetchItemBodyStructure{Extended: true},
 	BodySection: []*imap.FetchItemBodySection{{
-		Specifier: imap.PartSpecifierText, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: previewBytes},
+		Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: previewBytes},
 	}},
 }
 
 // fetchSummaries fetches list items for a sequence or UID set, streaming.
-func fetchSummaries(cl *imapclient.Client, set imap.NumSet, folder string) ([]Summary, error) {
+func fetchSummaries(cl *imapclient.Client, set imap.NumSet) ([]Summary, error) {
 	cmd := cl.Fetch(set, summaryFetch)
 	defer cmd.Close()
 	var out []Summary
 	for msg := cmd.Next(); msg != nil; msg = cmd.Next() {
 		var s Summary
 		var bs imap.BodyStructure
-		var text []byte
+		var head []byte
 		var internal time.Time
 		for item := msg.Next(); item != nil; item = msg.Next() {
 			switch it := item.(type) {
@@ -233,7 +251,7 @@ func fetchSummaries(cl *imapclient.Client, set imap.NumSet, folder string) ([]Su
 				bs = it.BodyStructure
 			case imapclient.FetchItemDataBodySection:
 				if it.Literal != nil {
-					text = readAtMost(it.Literal, previewBytes)
+					head = readAtMost(it.Literal, previewBytes)
 				}
 			}
 		}
@@ -245,39 +263,45 @@ func fetchSummaries(cl *imapclient.Client, set imap.NumSet, folder string) ([]Su
 		}
 		if bs != nil {
 			s.HasAttachments = hasAttachments(bs)
-			s.Preview = preview(bs, text)
+			s.Preview = preview(bs, head)
 		}
 		out = append(out, s)
 	}
 	if err := cmd.Close(); err != nil {
-		return nil, imapError(err, folder)
+		return nil, imapError(err, "")
 	}
 	return out, nil
 }
 
-// preview is a short text for single-part text messages, from the first
-// bytes of the body fetched with the list; other shapes get none (it would
-// cost another round trip).
+// preview is a one-line start of the body's first text part (the part a
+// read shows first), from head, the first bytes of part 1. When that part
+// lies inside part 1, the multipart boundaries lead to it. A message whose
+// first text part is not in part 1 (an attachment comes first, or a
+// multipart/alternative puts its text/plain second), or starts beyond the
+// bytes fetched (a long MIME preamble or a deep nesting), gets none: finding
+// it would cost another round trip.
 func preview(bs imap.BodyStructure, head []byte) string {
-	sp, ok := bs.(*imap.BodyStructureSinglePart)
-	if !ok || len(head) == 0 || !strings.EqualFold(sp.Type, "text") {
+	texts := bodyTexts(bs)
+	if len(texts) == 0 || len(head) == 0 || texts[0].path[0] != 1 {
 		return ""
 	}
-	enc := strings.ToLower(sp.Encoding)
-	if enc == "base64" {
-		// Decode whole 4-character groups only.
-		clean := strings.Map(func(r rune) rune {
-			if r == '\r' || r == '\n' || r == ' ' {
-				return -1
+	t := texts[0]
+	if mp, ok := bs.(*imap.BodyStructureMultiPart); ok {
+		// Part 1 itself, then down from it: each step is a multipart's
+		// boundary and the child to enter.
+		var steps []mailmsg.Nested
+		cur := mp.Children[0]
+		for _, n := range t.path[1:] {
+			m, ok := cur.(*imap.BodyStructureMultiPart)
+			if !ok || m.Extended == nil {
+				return ""
 			}
-			return r
-		}, string(head))
-		head = []byte(clean[:len(clean)/4*4])
+			steps = append(steps, mailmsg.Nested{Boundary: m.Extended.Params["boundary"], Index: n})
+			cur = m.Children[n-1]
+		}
+		head = mailmsg.NestedBody(head, steps)
 	}
-	text, _ := mailmsg.DecodeText(bytes.NewReader(head), mailmsg.Part{
-		MediaType: sp.MediaType(), Charset: sp.Params["charset"], Encoding: enc,
-	})
-	return mailmsg.Preview(text, previewRunes)
+	return mailmsg.Preview(mailmsg.DecodeTextHead(head, t.part), previewRunes)
 }
 
 func readAtMost(r interface{ Read([]byte) (int, error) }, n int) []byte {
@@ -319,12 +343,33 @@ func (conn *Conn) examine(folder string) (*imapclient.SelectedMailbox, error) {
 	}, nil
 }
 
+// sel selects folder and learns its special-use role with a LIST sent
+// right behind the SELECT (no extra round trip).
 func (conn *Conn) sel(folder string, readOnly bool) (*imap.SelectData, error) {
-	conn.selected = ""
-	data, err := conn.client().Select(folder, &imap.SelectOptions{ReadOnly: readOnly}).Wait()
+	conn.selected, conn.role = "", ""
+	cl := conn.client()
+	selCmd := cl.Select(folder, &imap.SelectOptions{ReadOnly: readOnly})
+	var list *imapclient.ListCommand
+	if cl.Caps().Has(imap.CapSpecialUse) {
+		list = cl.List("", folder, &imap.ListOptions{ReturnSpecialUse: true})
+	}
+	data, err := selCmd.Wait()
+	role := ""
+	if list != nil {
+		// A failed LIST leaves the role unknown; the SELECT decides.
+		ld, _ := list.Collect()
+		for _, d := range ld {
+			if d.Mailbox == folder {
+				role = roleOf(d)
+			}
+		}
+	}
 	if err != nil {
 		return nil, imapError(err, folder)
 	}
-	conn.selected, conn.selectedRW, conn.uidValidity = folder, !readOnly, data.UIDValidity
+	if role == "" && folder == "INBOX" {
+		role = "inbox"
+	}
+	conn.selected, conn.selectedRW, conn.uidValidity, conn.role = folder, !readOnly, data.UIDValidity, role
 	return data, nil
 }

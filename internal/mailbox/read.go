@@ -2,10 +2,10 @@ package mailbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"mime"
-	"strconv"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -44,11 +44,12 @@ type ReadOptions struct {
 
 // Attachment describes one attachment; its content is not fetched.
 type Attachment struct {
-	PartID      string `json:"part_id"`
-	Filename    string `json:"filename"`
-	ContentType string `json:"content_type"`
-	Size        int64  `json:"size"` // encoded size on the server, bytes
-	Inline      bool   `json:"inline,omitempty"`
+	PartID      string `json:"part_id" desc:"IMAP part number of the attachment, e.g. 2 or 1.2"`
+	Filename    string `json:"filename" desc:"file name as the sender gave it, without directories; empty when there is none"`
+	ContentType string `json:"content_type" desc:"media type, e.g. application/pdf"`
+	// Size is BINARY.SIZE when the server has BINARY, else estimatedSize.
+	Size   int64 `json:"size" desc:"decoded size in bytes (exact when the server supports BINARY, else estimated from the encoded size)"`
+	Inline bool  `json:"inline,omitempty" desc:"shown in the body by mail clients (an image of the HTML body) rather than as a separate file"`
 }
 
 // Message is one message, read.
@@ -82,7 +83,7 @@ type Message struct {
 func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o ReadOptions) (*Message, error) {
 	folder := normFolder(o.Folder)
 	if o.UID == 0 {
-		return nil, mailerr.New(mailerr.BadInput, "uid must be a positive message UID (from imap_list_emails or imap_search_emails)")
+		return nil, badUID()
 	}
 	maxChars := o.MaxChars
 	switch {
@@ -95,7 +96,7 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		return nil, mailerr.New(mailerr.BadInput, "offset must not be negative")
 	}
 	var msg *Message
-	err := c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
+	err := c.do(ctx, creds, "reading the message", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
@@ -103,11 +104,13 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		if err != nil {
 			return err
 		}
-		texts, atts := classifyParts(bs)
-		m.Attachments = atts
-		body, warnings, err := fetchTexts(conn.client(), folder, o.UID, texts, textPartCap(o.Offset, maxChars), &m.TextFrom)
+		atts := attachmentParts(bs)
+		body, warnings, err := fetchBody(conn.client(), o.UID, bs, bodyTexts(bs), atts, textPartCap(o.Offset, maxChars), &m.TextFrom)
 		if err != nil {
 			return err
+		}
+		for _, a := range atts {
+			m.Attachments = append(m.Attachments, a.Attachment)
 		}
 		m.Warnings = append(m.Warnings, warnings...)
 		m.TotalChars = utf8.RuneCountInString(body)
@@ -135,7 +138,7 @@ func fetchHeaderAndStructure(cl *imapclient.Client, folder string, uid uint32) (
 	})
 	bufs, err := cmd.Collect()
 	if err != nil {
-		return nil, nil, imapError(err, folder)
+		return nil, nil, imapError(err, "")
 	}
 	for _, b := range bufs {
 		if uint32(b.UID) != uid {
@@ -159,7 +162,15 @@ func fetchHeaderAndStructure(cl *imapclient.Client, folder string, uid uint32) (
 		}
 		return m, b.BodyStructure, nil
 	}
-	return nil, nil, mailerr.Newf(mailerr.NotFound, "no message with UID %d in folder %q (it may have been moved or deleted); list the folder again", uid, folder)
+	return nil, nil, noMessage(uid, folder)
+}
+
+// badUID is the answer to a UID of 0.
+func badUID() error { return mailerr.New(mailerr.BadInput, "uid must be a positive message UID") }
+
+// noMessage is the error for a UID that is not in folder.
+func noMessage(uid uint32, folder string) error {
+	return mailerr.Newf(mailerr.NotFound, "no message with UID %d in folder %s; it may have been moved or deleted", uid, quote(folder)).About(mailerr.SubjectMessage)
 }
 
 // parseMsgIDs extracts the ids (without brackets) from a References header.
@@ -186,117 +197,6 @@ func parseMsgIDs(h string) []string {
 	return ids
 }
 
-// textPart is one body part to fetch and decode.
-type textPart struct {
-	path []int
-	part mailmsg.Part
-	size uint32
-}
-
-// classifyParts picks the text to show (text/plain preferred in each
-// multipart/alternative, HTML otherwise; every inline text part of a mixed
-// message in order) and lists the attachments.
-func classifyParts(bs imap.BodyStructure) ([]textPart, []Attachment) {
-	var texts []textPart
-	atts := []Attachment{}
-	var walk func(path []int, b imap.BodyStructure)
-	walk = func(path []int, b imap.BodyStructure) {
-		switch p := b.(type) {
-		case *imap.BodyStructureMultiPart:
-			if strings.EqualFold(p.Subtype, "alternative") {
-				if best := pickAlternative(p); best >= 0 {
-					walk(append(slicesClone(path), best+1), p.Children[best])
-				}
-				return
-			}
-			for i, ch := range p.Children {
-				walk(append(slicesClone(path), i+1), ch)
-			}
-		case *imap.BodyStructureSinglePart:
-			if len(path) == 0 {
-				path = []int{1}
-			}
-			disp := p.Disposition()
-			isAttachment := disp != nil && strings.EqualFold(disp.Value, "attachment")
-			mt := p.MediaType()
-			if !isAttachment && (mt == "text/plain" || mt == "text/html") && len(texts) < maxTextParts {
-				texts = append(texts, textPart{path: path, size: p.Size,
-					part: mailmsg.Part{MediaType: mt, Charset: p.Params["charset"], Encoding: strings.ToLower(p.Encoding)}})
-				return
-			}
-			if strings.HasPrefix(mt, "multipart/") {
-				return
-			}
-			name := filename(p)
-			if name == "" && !isAttachment && (strings.HasPrefix(mt, "text/") || p.ID != "") {
-				return // an unnamed inline part (calendar text, cid: image of the HTML)
-			}
-			atts = append(atts, Attachment{PartID: partID(path), Filename: name, ContentType: mt, Size: int64(p.Size),
-				Inline: disp != nil && strings.EqualFold(disp.Value, "inline")})
-		}
-	}
-	walk(nil, bs)
-	return texts, atts
-}
-
-// pickAlternative returns the index of text/plain, else text/html, else a
-// nested multipart (e.g. multipart/related holding the HTML), else -1.
-func pickAlternative(p *imap.BodyStructureMultiPart) int {
-	best, rank := -1, 0
-	for i, ch := range p.Children {
-		r := 0
-		switch ch.MediaType() {
-		case "text/plain":
-			r = 3
-		case "text/html":
-			r = 2
-		default:
-			if _, ok := ch.(*imap.BodyStructureMultiPart); ok {
-				r = 1
-			}
-		}
-		if r > rank {
-			best, rank = i, r
-		}
-	}
-	return best
-}
-
-func slicesClone(p []int) []int { return append([]int(nil), p...) }
-
-func partID(path []int) string {
-	s := make([]string, len(path))
-	for i, n := range path {
-		s[i] = strconv.Itoa(n)
-	}
-	return strings.Join(s, ".")
-}
-
-// filename decodes a part's file name: RFC 2231 (filename*=) and RFC 2047.
-func filename(p *imap.BodyStructureSinglePart) string {
-	var params map[string]string
-	if d := p.Disposition(); d != nil {
-		params = d.Params
-	}
-	for _, src := range []map[string]string{params, p.Params} {
-		for _, k := range []string{"filename*", "name*"} {
-			if v := src[k]; v != "" {
-				if _, ps, err := mime.ParseMediaType("x/x; " + k + "=" + v); err == nil {
-					for _, x := range ps {
-						return mailmsg.SanitizeLine(x)
-					}
-				}
-			}
-		}
-		for _, k := range []string{"filename", "name"} {
-			if v := src[k]; v != "" {
-				return mailmsg.SanitizeLine(mailmsg.DecodeHeader(v))
-			}
-		}
-	}
-	return ""
-}
-
 // textPartCap is how much of one text part to fetch for a window of
 // maxChars characters from offset: up to 4 bytes a character, at least
 // minTextPartBytes, at most maxTextPartBytes.
@@ -305,10 +205,34 @@ func textPartCap(offset, maxChars int) uint32 {
 	return uint32(min(max(need, minTextPartBytes), maxTextPartBytes))
 }
 
-// fetchTexts fetches the chosen text parts in one command and decodes them
-// while they stream in.
-func fetchTexts(cl *imapclient.Client, folder string, uid uint32, texts []textPart, partCap uint32, from *string) (string, []string, error) {
-	if len(texts) == 0 {
+// fetchBody fetches the chosen text parts, decoding them while they stream
+// in, and in the same command the decoded size of an attachment when the
+// server has BINARY (binarySized says which). Other sizes stay estimated.
+func fetchBody(cl *imapclient.Client, uid uint32, bs imap.BodyStructure, texts []textPart, atts []attachmentPart, partCap uint32, from *string) (string, []string, error) {
+	var sized *attachmentPart
+	if cl.Caps().Has(imap.CapBinary) || cl.Caps().Has(imap.CapIMAP4rev2) {
+		sized = binarySized(bs, atts)
+	}
+	body, warnings, err := fetchTexts(cl, uid, texts, partCap, sized, from)
+	var ie *imap.Error
+	if err != nil && sized != nil && errors.As(err, &ie) {
+		// The server could not decode the part after all: again without.
+		body, warnings, err = fetchTexts(cl, uid, texts, partCap, nil, from)
+	}
+	if err != nil {
+		return "", nil, imapError(err, "")
+	}
+	return body, warnings, nil
+}
+
+// fetchTexts fetches texts, and the decoded size of sized unless it is
+// nil, in one command.
+func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uint32, sized *attachmentPart, from *string) (string, []string, error) {
+	var sizes []*imap.FetchItemBinarySectionSize
+	if sized != nil {
+		sizes = []*imap.FetchItemBinarySectionSize{{Part: sized.path}}
+	}
+	if len(texts) == 0 && len(sizes) == 0 {
 		return "", nil, nil
 	}
 	var warnings []string
@@ -320,27 +244,33 @@ func fetchTexts(cl *imapclient.Client, folder string, uid uint32, texts []textPa
 			warnings = append(warnings, fmt.Sprintf("part %s is %d bytes; only its first %d bytes were read", partID(t.path), t.size, partCap))
 		}
 	}
-	cmd := cl.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{UID: true, BodySection: sections})
+	cmd := cl.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{UID: true, BodySection: sections, BinarySectionSize: sizes})
 	defer cmd.Close()
 	decoded := make([]string, len(texts))
 	for msg := cmd.Next(); msg != nil; msg = cmd.Next() {
 		for item := msg.Next(); item != nil; item = msg.Next() {
-			sec, ok := item.(imapclient.FetchItemDataBodySection)
-			if !ok || sec.Literal == nil {
-				continue
-			}
-			for i, want := range sections {
-				if decoded[i] == "" && sec.MatchCommand(want) {
-					var w []string
-					decoded[i], w = mailmsg.DecodeText(io.LimitReader(sec.Literal, int64(partCap)+1), texts[i].part)
-					warnings = append(warnings, w...)
-					break
+			switch it := item.(type) {
+			case imapclient.FetchItemDataBinarySectionSize:
+				if sized != nil && slices.Equal(sized.path, it.Part) && plausibleSize(sized.part, it.Size) {
+					sized.Size = int64(it.Size)
+				}
+			case imapclient.FetchItemDataBodySection:
+				if it.Literal == nil {
+					continue
+				}
+				for i, want := range sections {
+					if decoded[i] == "" && it.MatchCommand(want) {
+						var w []string
+						decoded[i], w = mailmsg.DecodeText(io.LimitReader(it.Literal, int64(partCap)+1), texts[i].part)
+						warnings = append(warnings, w...)
+						break
+					}
 				}
 			}
 		}
 	}
 	if err := cmd.Close(); err != nil {
-		return "", nil, imapError(err, folder)
+		return "", nil, err
 	}
 	var parts []string
 	for i, d := range decoded {

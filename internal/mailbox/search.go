@@ -106,12 +106,12 @@ func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Qu
 		return nil, err
 	}
 	var page *Page
-	err = c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "searching", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
 		cl := conn.client()
-		status := cl.Status(folder, &imap.StatusOptions{NumMessages: true, NumUnseen: true, UIDValidity: true})
+		status := cl.Status(folder, pageStatus)
 		crit := q.criteria()
 		if cur != nil {
 			crit.UID = []imap.UIDSet{{imap.UIDRange{Start: 1, Stop: imap.UID(cur.Before - 1)}}}
@@ -136,26 +136,18 @@ func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Qu
 		}
 		var msgs []Summary
 		if len(uids) > 0 {
-			msgs, err = fetchSummaries(cl, imap.UIDSetNum(uids...), folder)
+			msgs, err = fetchSummaries(cl, imap.UIDSetNum(uids...))
 			if err != nil {
 				status.Wait()
 				return err
 			}
 		}
-		sd, err := status.Wait()
-		if err != nil {
-			return imapError(err, folder)
+		if page, err = conn.newPage(folder, status, cur, msgs, limit); err != nil {
+			return err
 		}
-		if cur != nil && sd.UIDValidity != cur.UV {
-			return uidValidityChanged(folder)
-		}
-		msgs = newestFirst(msgs, limit)
-		page = &Page{Folder: folder, UIDValidity: sd.UIDValidity, Total: deref(sd.NumMessages), Unread: deref(sd.NumUnseen), Messages: msgs, Matched: &matched}
-		if matched > uint32(len(msgs)) && len(msgs) > 0 {
-			page.NextCursor = cursor{V: 1, Folder: folder, UV: sd.UIDValidity, Before: msgs[len(msgs)-1].UID, Query: qk}.encode()
-		}
-		if page.Messages == nil {
-			page.Messages = []Summary{}
+		page.Matched = &matched
+		if n := len(page.Messages); matched > uint32(n) && n > 0 {
+			page.NextCursor = cursor{V: 1, Folder: folder, UV: page.UIDValidity, Before: page.Messages[n-1].UID, Query: qk}.encode()
 		}
 		return nil
 	})
@@ -167,7 +159,7 @@ func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Qu
 func searchError(err error, folder string) error {
 	var ie *imap.Error
 	if asIMAP(err, &ie) && ie.Type == imap.StatusResponseTypeBad {
-		return mailerr.Wrap(mailerr.BadInput, err, "the mail server could not run this search; simplify the terms")
+		return mailerr.Wrap(mailerr.BadInput, err, "the mail server could not run this search: it refused the terms")
 	}
 	if asIMAP(err, &ie) && ie.Code == imap.ResponseCodeBadCharset {
 		return mailerr.Wrap(mailerr.BadInput, err, "the mail server does not support searching for non-ASCII text")

@@ -47,10 +47,10 @@ var threadHeaders = []string{"Message-ID", "In-Reply-To", "References", "Reply-T
 func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, folder string, uid uint32) (*Original, error) {
 	folder = normFolder(folder)
 	if uid == 0 {
-		return nil, mailerr.New(mailerr.BadInput, "uid must be a positive message UID (from imap_list_emails or imap_search_emails)")
+		return nil, badUID()
 	}
 	var out *Original
-	err := c.do(ctx, creds, true, func(ctx context.Context, conn *Conn) error {
+	err := c.do(ctx, creds, "reading the original message", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
@@ -68,7 +68,7 @@ func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, f
 			out = originalOf(folder, uid, conn.uidValidity, b, b.FindBodySection(sec))
 			return nil
 		}
-		return mailerr.Newf(mailerr.NotFound, "no message with UID %d in folder %q (it may have been moved or deleted); list the folder again", uid, folder)
+		return noMessage(uid, folder)
 	})
 	return out, err
 }
@@ -115,12 +115,12 @@ func msgIDs(v string) []string {
 // SELECT; the connection remembers that, so the next read re-EXAMINEs.
 func (c *Client) MarkAnswered(ctx context.Context, creds credentials.Credentials, folder string, uid, uidValidity uint32) error {
 	folder = normFolder(folder)
-	return c.do(ctx, creds, false, func(ctx context.Context, conn *Conn) error {
+	return c.do(ctx, creds, "flagging the original as answered", false, func(ctx context.Context, conn *Conn) error {
 		if err := conn.selectRW(folder); err != nil {
 			return err
 		}
 		if uidValidity != 0 && conn.uidValidity != uidValidity {
-			return uidValidityChanged(folder)
+			return mailerr.Newf(mailerr.NotFound, "folder %s was rebuilt on the server (UIDVALIDITY changed), so UID %d may name another message now", quote(folder), uid).About(mailerr.SubjectMessage)
 		}
 		// A server sends no FETCH for a STORE that changed nothing (Dovecot
 		// when \Answered is already set), so the result is checked with a
@@ -139,7 +139,7 @@ func (c *Client) MarkAnswered(ctx context.Context, creds credentials.Credentials
 				return nil
 			}
 		}
-		return mailerr.Newf(mailerr.NotFound, "message UID %d is no longer in folder %q", uid, folder)
+		return noMessage(uid, folder)
 	})
 }
 
@@ -171,7 +171,7 @@ func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, fo
 		return nil, mailerr.New(mailerr.BadInput, "saving a copy of sent mail is turned off (SENT_FOLDER=none)")
 	}
 	var out *SentCopy
-	err := c.do(ctx, creds, false, func(ctx context.Context, conn *Conn) error {
+	err := c.do(ctx, creds, "saving the copy in the Sent folder", false, func(ctx context.Context, conn *Conn) error {
 		name := folder
 		if name == "" {
 			var err error
@@ -193,7 +193,7 @@ func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, fo
 		}
 		if err != nil {
 			if mailerr.KindOf(imapError(err, name)) == mailerr.NotFound {
-				return mailerr.Wrap(mailerr.NotFound, err, "the Sent folder "+quote(name)+" does not exist")
+				return mailerr.Wrap(mailerr.NotFound, err, "the Sent folder "+quote(name)+" does not exist").About(mailerr.SubjectFolder)
 			}
 			return imapError(err, name)
 		}

@@ -35,13 +35,16 @@ type Summary struct {
 	Date           time.Time `json:"date"`
 	Flags          Flags     `json:"flags"`
 	Size           int64     `json:"size"`
-	HasAttachments bool      `json:"has_attachments"`
-	Preview        string    `json:"preview,omitempty"`
+	HasAttachments bool      `json:"has_attachments" desc:"true when the message has a part a mail client shows as an attachment: the same parts the read lists"`
+	Preview        string    `json:"preview,omitempty" desc:"the start of the body's first text part (text/plain preferred, HTML converted), one line; absent when that part is not at the start of the message"`
 }
 
 // Page is one page of a folder listing or a search, newest first.
 type Page struct {
-	Folder      string    `json:"folder"`
+	Folder string `json:"folder"`
+	// Role is the folder's special-use role (RFC 6154), so that a reader
+	// knows a list of Sent or Drafts is about recipients, not senders.
+	Role        string    `json:"role,omitempty" desc:"the folder's special use when the server says: inbox, sent, drafts, trash, junk, archive, all or flagged"`
 	UIDValidity uint32    `json:"uid_validity"`
 	Total       uint32    `json:"total"`
 	Unread      uint32    `json:"unread"`
@@ -99,24 +102,4 @@ func firstAddress(as []imap.Address) *Address {
 		}
 	}
 	return nil
-}
-
-// hasAttachments says whether a body structure has a part that is an
-// attachment: disposition attachment, or a named non-text leaf outside
-// multipart/related.
-func hasAttachments(bs imap.BodyStructure) bool {
-	found := false
-	bs.Walk(func(path []int, part imap.BodyStructure) bool {
-		sp, ok := part.(*imap.BodyStructureSinglePart)
-		if !ok {
-			return !found
-		}
-		if d := sp.Disposition(); d != nil && strings.EqualFold(d.Value, "attachment") {
-			found = true
-		} else if sp.Filename() != "" && !strings.EqualFold(sp.Type, "text") && (d == nil || !strings.EqualFold(d.Value, "inline")) {
-			found = true
-		}
-		return !found
-	})
-	return found
 }

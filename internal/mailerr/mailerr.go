@@ -164,6 +164,7 @@ func Cause(err error) string {
 		record    tls.RecordHeaderError
 		alert     tls.AlertError
 		netErr    net.Error
+		opErr     *net.OpError
 	)
 	switch {
 	case KindOf(err) == Auth:
@@ -175,7 +176,10 @@ func Cause(err error) string {
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return "dial_unreachable"
 	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid),
-		errors.As(err, &verify), errors.As(err, &record), errors.As(err, &alert):
+		errors.As(err, &verify), errors.As(err, &record), errors.As(err, &alert),
+		// crypto/tls reports an alert from the peer as a net.OpError
+		// "remote error" (tls.AlertError is for QUIC only).
+		errors.As(err, &opErr) && opErr.Op == "remote error":
 		return "tls"
 	case KindOf(err) == Timeout, errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &netErr) && netErr.Timeout():

@@ -2,7 +2,6 @@ package mailmsg
 
 import (
 	"bytes"
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"testing"
@@ -57,43 +56,28 @@ func BenchmarkDecodeTextHTML(b *testing.B) {
 	}
 }
 
-func BenchmarkParseMessage(b *testing.B) {
-	attachment := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{0x25, 0x50, 0x44, 0x46, 0x00, 0xff}, 100<<10/6))
-	var wrapped strings.Builder
-	for len(attachment) > 76 {
-		wrapped.WriteString(attachment[:76] + "\r\n")
-		attachment = attachment[76:]
-	}
-	wrapped.WriteString(attachment + "\r\n")
-	msg := crlf(`From: Alice <alice@example.com>
-Subject: =?UTF-8?Q?Quarterly_report_=E2=80=93_Q3?=
-Content-Type: multipart/mixed; boundary="m"
-
---m
-Content-Type: multipart/alternative; boundary="a"
-
---a
+// BenchmarkPreviewHead is what a list does for each message of a page: find
+// the first text part in the first 2 KB of part 1 (a multipart/alternative
+// inside multipart/mixed) and decode it for the preview.
+func BenchmarkPreviewHead(b *testing.B) {
+	alt := crlf(`--a
 Content-Type: text/plain; charset=utf-8
 Content-Transfer-Encoding: quoted-printable
 
-`+strings.Repeat("Hello Bob, please find the report attached. Gr=C3=BC=C3=9Fe!\n", 200)+`
+` + strings.Repeat("Hello Bob, please find the report attached. Gr=C3=BC=C3=9Fe!\n", 200) + `
 --a
 Content-Type: text/html; charset=utf-8
 
-`+benchHTML(20<<10)+`
+` + benchHTML(20<<10) + `
 --a--
---m
-Content-Type: application/pdf
-Content-Disposition: attachment; filename*=UTF-8''Q3%20report.pdf
-Content-Transfer-Encoding: base64
-
-`) + wrapped.String() + "--m--\r\n"
-	b.SetBytes(int64(len(msg)))
+`)
+	head := []byte(alt[:2048])
+	part := Part{MediaType: "text/plain", Charset: "utf-8", Encoding: "quoted-printable"}
+	b.SetBytes(int64(len(head)))
 	b.ReportAllocs()
 	for b.Loop() {
-		p, err := ParseMessage(strings.NewReader(msg), 1<<24)
-		if err != nil || len(p.Attachments) != 1 {
-			b.Fatal(err, p)
+		if p := Preview(DecodeTextHead(NestedBody(head, []Nested{{"a", 1}}), part), 200); !strings.HasPrefix(p, "Hello Bob") {
+			b.Fatalf("preview %q", p)
 		}
 	}
 }

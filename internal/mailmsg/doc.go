@@ -9,16 +9,18 @@
 //
 // The package does no I/O to mail servers and must not import go-imap or
 // go-smtp: the IMAP layer hands it raw bytes (one part at a time, as fetched
-// with BODY.PEEK[part], or a whole small message) and gets text back.
+// with BODY.PEEK[part], or the first bytes of one) and gets text back.
 //
 // Entry points:
 //   - [DecodeHeader] and [WordDecoder] for RFC 2047 header values.
 //   - [DecodeText] for one raw, still transfer-encoded text part.
-//   - [ParseMessage] for a whole small message: best text body and attachments.
+//   - [DecodeTextHead] and [NestedBody] for the first bytes of a part, as a
+//     partial FETCH returns them (previews).
 //   - [HTMLToText], [Sanitize], [SanitizeLine], [Truncate], [Preview] for
 //     preparing text for the model.
+//   - [Compose] and the address parsers for writing mail.
 //
-// The text, names and warnings that DecodeHeader, DecodeText, ParseMessage,
+// The text, names and warnings that DecodeHeader, DecodeText, DecodeTextHead,
 // HTMLToText, Sanitize, SanitizeLine and Preview return are valid UTF-8 in
 // NFC, without C0/C1 controls (other than newline and tab), zero-width or bidi
 // control characters; warnings quote sender-controlled values only that way.

@@ -195,33 +195,3 @@ func TestDecodeHeaderLinear(t *testing.T) {
 		})
 	}
 }
-
-func TestParseMediaType(t *testing.T) {
-	tests := []struct {
-		name       string
-		input      string
-		wantValue  string
-		wantParams map[string]string
-	}{
-		{"simple", `text/plain; charset=UTF-8`, "text/plain", map[string]string{"charset": "UTF-8"}},
-		{"quoted with escapes", `attachment; filename="a \"b\"; c.txt"`, "attachment", map[string]string{"filename": `a "b"; c.txt`}},
-		{"rfc 2231 utf-8", `attachment; filename*=UTF-8''Gr%C3%BC%C3%9Fe.txt`, "attachment", map[string]string{"filename": "Grüße.txt"}},
-		{"rfc 2231 latin-1", `attachment; filename*=iso-8859-1'fr'caf%E9.txt`, "attachment", map[string]string{"filename": "café.txt"}},
-		{"rfc 2231 continuations", `attachment; filename*0*=UTF-8''%E6%97%A5; filename*1*=%E6%9C%AC; filename*2=".txt"`, "attachment", map[string]string{"filename": "日本.txt"}},
-		{"rfc 2231 continuations out of order", `attachment; filename*1="b.txt"; filename*0="a"`, "attachment", map[string]string{"filename": "ab.txt"}},
-		{"extended wins over plain", `attachment; filename="fallback.txt"; filename*=UTF-8''real.txt`, "attachment", map[string]string{"filename": "real.txt"}},
-		{"unquoted value with spaces", `attachment; filename=my report.pdf`, "attachment", map[string]string{"filename": "my report.pdf"}},
-		{"missing value and stray semicolons", `text/html;; charset=utf-8; ; broken`, "text/html", map[string]string{"charset": "utf-8"}},
-		{"upper case", `Multipart/Mixed; BOUNDARY="abc"`, "multipart/mixed", map[string]string{"boundary": "abc"}},
-		{"unterminated quote", `attachment; filename="abc`, "attachment", map[string]string{"filename": "abc"}},
-		{"empty", ``, "", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v, params := parseMediaType(tt.input)
-			if v != tt.wantValue || fmt.Sprint(params) != fmt.Sprint(tt.wantParams) {
-				t.Errorf("parseMediaType(%q) = %q, %v; want %q, %v", tt.input, v, params, tt.wantValue, tt.wantParams)
-			}
-		})
-	}
-}

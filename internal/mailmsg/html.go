@@ -1,6 +1,8 @@
 package mailmsg
 
 import (
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,11 +15,13 @@ import (
 // (numbered in an <ol>), blockquotes as "> " lines, <pre> spacing kept.
 // Link URLs are left out when the link text already shows them, the link
 // has no text (images), or they are javascript:, data: or #fragment links.
-// The contents of <script>, <style>, <head>, <template>, comments and of
-// elements hidden with display:none, visibility:hidden or the hidden
-// attribute are dropped (hidden text is a common way to address the model
-// behind the reader's back). The result is sanitised and tidied like
-// DecodeText's.
+// The contents of <script>, <style>, <head>, <template> and comments are
+// dropped, and so is text a reader does not see (see css.go): elements
+// hidden with display:none, visibility:hidden, a zero font size, opacity 0,
+// a zero-sized box with hidden overflow, a colour equal to the background or
+// the hidden attribute, whether by their style attribute or by a rule of a
+// <style> block. Hidden text is a common way to address the model behind
+// the reader's back. The result is sanitised and tidied like DecodeText's.
 //
 // It runs in time linear in len(html).
 func HTMLToText(html string) string {
@@ -25,7 +29,17 @@ func HTMLToText(html string) string {
 	return text
 }
 
-// htmlToText also returns how many hidden elements were dropped.
+// hiddenWarning is the warning for n hidden elements whose text was left
+// out.
+func hiddenWarning(n int) string {
+	if n == 1 {
+		return "1 hidden HTML element was removed (text styled to be invisible, a common way to hide instructions)."
+	}
+	return fmt.Sprintf("%d hidden HTML elements were removed (text styled to be invisible, a common way to hide instructions).", n)
+}
+
+// htmlToText also returns how many hidden elements had text that was
+// dropped (an element hidden inside another hidden one counts with it).
 //
 // k3a/html2text does the last step (entities, white space, line breaks), but
 // it cannot be given mail HTML directly: a "</a>" inside a script string or
@@ -36,8 +50,17 @@ func HTMLToText(html string) string {
 func htmlToText(html string) (string, int) {
 	// Sanitising first drops invisible characters k3a would turn into
 	// spaces (U+200B) and controls the tokenizer need not think about.
-	html = Sanitize(html)
-	c := htmlConv{lineStart: true}
+	html = sanitizeChars(html)
+	c := newHTMLConv()
+	if hasStyleTag(html) {
+		// A <style> block applies to the whole document, also to what
+		// comes before it: read them all first.
+		pre := htmlConv{collecting: true, sheet: newStyleSheet()}
+		pre.run(html)
+		if !pre.sheet.empty() {
+			c.sheet = pre.sheet
+		}
+	}
 	c.out.Grow(len(html) / 2)
 	c.run(html)
 	c.closeLink()
@@ -46,8 +69,32 @@ func htmlToText(html string) (string, int) {
 	return normalizeText(Sanitize(out)), c.hiddenCount
 }
 
+// hasStyleTag reports whether s has a "<style" (any case).
+func hasStyleTag(s string) bool {
+	for i := 0; ; {
+		k := strings.IndexByte(s[i:], '<')
+		if k < 0 {
+			return false
+		}
+		i += k + 1
+		if i+5 <= len(s) && asciiEqualFold(s[i:i+5], "style") {
+			return true
+		}
+	}
+}
+
 // htmlConv turns HTML into the simplified stream for k3a: text with "<" and
 // ">" escaped and entities left for k3a to decode, and "<br>" tags.
+//
+// To know what is hidden it keeps the open elements the way a browser's
+// tree builder does, closely enough that mis-nested mail HTML cannot show
+// the model text the browser hides: end tags close only what they close in
+// a browser (a stray end tag is ignored), start tags close what they
+// implicitly end (<p>, <li>, <td>, <head>), and formatting elements (<b>,
+// <font>, ...) closed implicitly are reopened before the next text, as
+// browsers do. Where it must simplify (the adoption agency for mis-nested
+// formatting end tags, more than maxDepth open elements), it keeps text
+// hidden rather than showing it.
 type htmlConv struct {
 	out strings.Builder
 
@@ -68,13 +115,65 @@ type htmlConv struct {
 	linkHref string
 	linkText strings.Builder
 
-	// Hidden element being skipped, if any.
-	hidden      string
-	hiddenDepth int            // open elements named hidden
-	inner       map[string]int // containers opened inside the hidden element
-	open        map[string]int // containers open outside hidden elements
+	// Open elements.
+	stack     []elem
+	base      elem             // what the empty stack stands for
+	last      map[string]int32 // index of the topmost open element of each name
+	overflow  int              // elements opened beyond maxDepth (not on the stack)
+	ovState   visState         // visibility inside them: once hidden, hidden until they all close
+	ovCounted bool
+	afe       []afeEntry // active formatting elements, with markers (td, th, ...)
+	afeNextID int32
+	needRecon bool // a formatting element was closed implicitly
+
+	sheet      *styleSheet // rules of the document's <style> blocks; nil if none
+	collecting bool        // first pass: only read <style> blocks into sheet
+
 	hiddenCount int
 }
+
+func newHTMLConv() *htmlConv {
+	return &htmlConv{
+		lineStart: true,
+		last:      map[string]int32{},
+		base:      elem{hider: -1, prevSame: -1, special: -1, specialNotADP: -1, defBound: -1, tableBound: -1},
+	}
+}
+
+// maxDepth caps the open elements tracked (Blink caps the DOM depth at 512
+// too).
+const maxDepth = 512
+
+// elem is an open element.
+type elem struct {
+	name string
+	st   visState // what its content inherits
+	// hider is the index of the element that started the hidden stretch
+	// this one is in (itself or an ancestor), -1 when it is visible.
+	hider    int32
+	prevSame int32 // the next open element below with the same name, -1
+	// The topmost open element at or below this one that is special
+	// (HTML's category), special but not address/div/p, or a boundary of the
+	// default or the table scope; -1 if none.
+	special, specialNotADP, defBound, tableBound int32
+
+	rendered  bool  // its start was rendered, so its end is too
+	countable bool  // as a hider, counts towards hiddenCount (not <head>)
+	counted   bool  // as a hider, has been counted
+	afeID     int32 // a formatting element's entry (reopened copies count once); 0 if none
+}
+
+type afeEntry struct {
+	name    string
+	own     ownStyle
+	id      int32 // shared by the element and its reopened copies
+	marker  bool
+	open    bool // on the stack
+	counted bool // one of its copies was counted as hidden
+}
+
+// maxAFE caps the formatting elements remembered after the last marker.
+const maxAFE = 64
 
 func (c *htmlConv) run(s string) {
 	i := 0
@@ -110,7 +209,7 @@ func (c *htmlConv) markup(s string, i int) int {
 		if i+2 < len(s) && isASCIILetter(s[i+2]) {
 			name, p := tagName(s, i+2)
 			_, end, closed := parseAttrs(s, p)
-			if closed {
+			if closed && !c.collecting {
 				c.endTag(name)
 			}
 			return end
@@ -127,16 +226,23 @@ func (c *htmlConv) markup(s string, i int) int {
 		}
 		switch name {
 		case "script", "style", "title", "iframe", "noembed", "noframes":
-			_, after := rawTextEnd(s, end, name)
+			contentEnd, after := rawTextEnd(s, end, name)
+			if name == "style" && c.collecting && mediaApplies(decodeAttr(attrs.media)) {
+				c.sheet.addCSS(s[end:contentEnd])
+			}
 			return after
 		case "textarea", "xmp":
 			contentEnd, after := rawTextEnd(s, end, name)
-			c.startTag(name, attrs)
-			c.text(s[end:contentEnd])
-			c.endTag(name)
+			if !c.collecting {
+				c.startTag(name, &attrs)
+				c.text(s[end:contentEnd])
+				c.endTag(name)
+			}
 			return after
 		}
-		c.startTag(name, attrs)
+		if !c.collecting {
+			c.startTag(name, &attrs)
+		}
 		return end
 	}
 	c.text("&lt;")
@@ -232,10 +338,59 @@ func tagName(s string, p int) (string, int) {
 	return name, p
 }
 
+// htmlAttrs holds the attributes that matter, raw (character references
+// are decoded only when a value is used).
 type htmlAttrs struct {
-	href, style       string
-	hidden            bool
-	hasHref, hasStyle bool // HTML keeps the first of duplicate attributes
+	href, style, class, id, media string
+	color, bgcolor, background    string // <font color>, <td bgcolor>, <td background>
+	hidden                        bool
+	seen                          uint16 // HTML keeps the first of duplicate attributes
+}
+
+var attrBits = map[string]uint16{
+	"href": 1, "style": 2, "class": 4, "id": 8, "media": 16, "color": 32, "bgcolor": 64, "background": 128,
+}
+
+func (a *htmlAttrs) set(name, val string) {
+	if len(name) > 10 {
+		return
+	}
+	var lower [10]byte
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		lower[i] = c
+	}
+	n := string(lower[:len(name)])
+	if n == "hidden" {
+		a.hidden = true
+		return
+	}
+	bit, ok := attrBits[n]
+	if !ok || a.seen&bit != 0 {
+		return
+	}
+	a.seen |= bit
+	switch n {
+	case "href":
+		a.href = val
+	case "style":
+		a.style = val
+	case "class":
+		a.class = val
+	case "id":
+		a.id = val
+	case "media":
+		a.media = val
+	case "color":
+		a.color = val
+	case "bgcolor":
+		a.bgcolor = val
+	case "background":
+		a.background = val
+	}
 }
 
 // parseAttrs reads attributes up to and including the closing '>' and
@@ -280,187 +435,516 @@ func parseAttrs(s string, p int) (a htmlAttrs, end int, closed bool) {
 				val = s[vs:p]
 			}
 		}
-		switch {
-		case asciiEqualFold(name, "href") && !a.hasHref:
-			a.href, a.hasHref = val, true
-		case asciiEqualFold(name, "style") && !a.hasStyle:
-			a.style, a.hasStyle = val, true
-		case asciiEqualFold(name, "hidden"):
-			a.hidden = true
-		}
+		a.set(name, val)
 	}
 	return a, len(s), false
-}
-
-// styleHides reports whether an inline style hides the element.
-func styleHides(style string) bool {
-	if style == "" {
-		return false
-	}
-	var b strings.Builder
-	for i := 0; i < len(style) && b.Len() < 4096; i++ {
-		c := style[i]
-		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
-			continue
-		}
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		b.WriteByte(c)
-	}
-	st := b.String()
-	return strings.Contains(st, "display:none") || strings.Contains(st, "visibility:hidden") ||
-		strings.Contains(st, "mso-hide:all")
 }
 
 func isVoidElement(name string) bool {
 	switch name {
 	case "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-		"param", "source", "track", "wbr", "basefont", "bgsound", "keygen", "frame":
+		"param", "source", "track", "wbr", "basefont", "bgsound", "keygen", "frame", "image":
 		return true
 	}
 	return false
 }
 
-// Elements that need a line break before and after them.
-func isLineBlock(name string) bool {
+// isSpecial reports whether name is in HTML's "special" category: a stray
+// end tag cannot close an element across one of these.
+func isSpecial(name string) bool {
 	switch name {
-	case "div", "li", "dt", "dd", "tr", "section", "article", "header", "footer", "nav",
-		"aside", "main", "center", "form", "fieldset", "legend", "caption", "details",
-		"summary", "option", "figcaption", "tbody", "thead", "tfoot", "body", "dialog",
-		"menu", "dir", "address", "hgroup", "search":
+	case "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound",
+		"blockquote", "body", "br", "button", "caption", "center", "col", "colgroup", "dd",
+		"details", "dir", "div", "dl", "dt", "embed", "fieldset", "figcaption", "figure",
+		"footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4", "h5", "h6", "head",
+		"header", "hgroup", "hr", "html", "iframe", "img", "input", "keygen", "li", "link",
+		"listing", "main", "marquee", "menu", "meta", "nav", "noembed", "noframes", "noscript",
+		"object", "ol", "p", "param", "plaintext", "pre", "script", "search", "section",
+		"select", "source", "style", "summary", "table", "tbody", "td", "template",
+		"textarea", "tfoot", "th", "thead", "title", "tr", "track", "ul", "wbr", "xmp":
 		return true
 	}
 	return false
 }
 
-// Elements that need a blank line before and after them.
-func isParaBlock(name string) bool {
+// isFormatting reports whether name is a formatting element, which HTML
+// reopens after it was closed implicitly.
+func isFormatting(name string) bool {
 	switch name {
-	case "p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "ul", "ol", "dl",
-		"table", "hr", "figure", "listing", "plaintext":
+	case "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u":
 		return true
 	}
 	return false
 }
 
-// isNestedList reports whether name is a list inside another list (depth
-// lists already open outside it): it gets a line break, not a blank line.
-func isNestedList(name string, depth int) bool {
-	return depth > 0 && (name == "ul" || name == "ol" || name == "menu" || name == "dir")
-}
-
-// Containers whose end closes an unclosed inline hidden element inside them.
-func isContainer(name string) bool {
+// isMarkerElement reports whether name puts a marker in the list of active
+// formatting elements: formatting from outside is not reopened inside it.
+func isMarkerElement(name string) bool {
 	switch name {
-	case "div", "td", "th", "tr", "table", "tbody", "thead", "tfoot", "li", "ul", "ol",
-		"blockquote", "section", "article", "header", "footer", "nav", "aside", "main",
-		"center", "form", "dl", "details", "figure", "body", "html", "p":
+	case "applet", "object", "marquee", "template", "td", "th", "caption":
 		return true
 	}
 	return false
 }
 
-// hiddenStart handles a start tag inside the hidden element and reports
-// whether the tag implicitly ends it (HTML's implied end tags, roughly).
-func (c *htmlConv) hiddenStart(name string) bool {
-	switch c.hidden {
-	case "head":
-		switch name {
-		case "title", "meta", "link", "style", "script", "base", "noscript", "template", "head":
-		default:
-			return true
-		}
-	case "td", "th":
-		if c.inner["table"] == 0 && (name == "td" || name == "th" || name == "tr") {
-			return true
-		}
-	case "tr":
-		if c.inner["table"] == 0 && name == "tr" {
-			return true
-		}
-	case "li":
-		if c.inner["ul"]+c.inner["ol"] == 0 && name == "li" {
-			return true
-		}
-	case "p":
-		if isParaBlock(name) || isLineBlock(name) {
-			return true
-		}
-	}
-	if name == c.hidden {
-		c.hiddenDepth++
-	} else if isContainer(name) && !isVoidElement(name) {
-		c.countInner(name, 1)
+func isDefaultScopeBoundary(name string) bool {
+	switch name {
+	case "applet", "caption", "html", "table", "td", "th", "marquee", "object", "template":
+		return true
 	}
 	return false
 }
 
-// hiddenEnd handles an end tag inside the hidden element and reports
-// whether it ends it: its own end tag, or the end tag of a container that
-// was opened before it (a browser closes the hidden element there too). A
-// stray end tag that matches nothing open is ignored, as browsers do, so it
-// cannot reveal hidden text to the model only.
-func (c *htmlConv) hiddenEnd(name string) bool {
-	if name == c.hidden {
-		c.hiddenDepth--
-		return c.hiddenDepth == 0
-	}
-	if name == "body" || name == "html" {
+func isHeading(name string) bool {
+	return len(name) == 2 && name[0] == 'h' && name[1] >= '1' && name[1] <= '6'
+}
+
+// closesP reports whether a start tag closes an open <p>. (<table> does
+// not: in quirks mode, which mail without a doctype is in, it stays inside.)
+func closesP(name string) bool {
+	switch name {
+	case "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir",
+		"div", "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main",
+		"menu", "nav", "ol", "p", "search", "section", "summary", "ul", "pre", "listing",
+		"form", "plaintext", "xmp", "hr", "li", "dd", "dt":
 		return true
 	}
-	if !isContainer(name) {
-		return false
-	}
-	if c.inner[name] > 0 {
-		c.countInner(name, -1)
-		return false
-	}
-	return c.open[name] > 0
+	return isHeading(name)
 }
 
-func (c *htmlConv) countInner(name string, d int) {
-	if c.inner == nil {
-		c.inner = map[string]int{}
+// allowedInHead reports whether a start tag keeps <head> open.
+func allowedInHead(name string) bool {
+	switch name {
+	case "title", "meta", "link", "style", "script", "base", "noscript", "template", "head",
+		"basefont", "bgsound", "noframes", "html":
+		return true
 	}
-	c.inner[name] += d
+	return false
 }
 
-// countOpen tracks open containers outside hidden elements. Implied end
-// tags are not tracked, so counts can only be too high.
-func (c *htmlConv) countOpen(name string, d int) {
-	if !isContainer(name) || isVoidElement(name) {
-		return
+func (c *htmlConv) top() *elem {
+	if len(c.stack) == 0 {
+		return &c.base
 	}
-	if c.open == nil {
-		c.open = map[string]int{}
-	}
-	c.open[name] = max(c.open[name]+d, 0)
+	return &c.stack[len(c.stack)-1]
 }
 
-func (c *htmlConv) startTag(name string, a htmlAttrs) {
-	if c.hidden != "" {
-		if !c.hiddenStart(name) {
+// cur is the visibility the next text or element inherits.
+func (c *htmlConv) cur() visState {
+	if c.overflow > 0 {
+		return c.ovState
+	}
+	return c.top().st
+}
+
+func (c *htmlConv) lastOf(name string) int32 {
+	if i, ok := c.last[name]; ok {
+		return i
+	}
+	return -1
+}
+
+// inScope returns the index of the topmost open element named name if no
+// scope boundary is above it (bound is the topmost boundary), else -1.
+func (c *htmlConv) inScope(name string, bound int32) int32 {
+	if i := c.lastOf(name); i >= 0 && i >= bound {
+		return i
+	}
+	return -1
+}
+
+func (c *htmlConv) buttonBound() int32 { return max(c.top().defBound, c.lastOf("button")) }
+
+func (c *htmlConv) listItemBound() int32 {
+	return max(c.top().defBound, c.lastOf("ol"), c.lastOf("ul"))
+}
+
+// styleFor computes what an element's own attributes and the style sheet
+// say about its visibility.
+func (c *htmlConv) styleFor(name string, a *htmlAttrs) ownStyle {
+	if name == "head" || name == "template" {
+		return ownStyle{drop: true}
+	}
+	if a == nil || !a.hidden && a.style == "" && a.color == "" && a.bgcolor == "" && a.background == "" && c.sheet == nil {
+		return ownStyle{}
+	}
+	a.style, a.class, a.id = stripCSSComments(decodeAttr(a.style)), decodeAttr(a.class), decodeAttr(a.id)
+	p := cascade(c.sheet, name, a)
+	return styleOf(&p, a)
+}
+
+// push opens an element; nil if it is beyond maxDepth.
+func (c *htmlConv) push(name string, own ownStyle) *elem {
+	st := inherit(c.cur(), own)
+	if c.overflow > 0 || len(c.stack) >= maxDepth {
+		wasHidden := c.overflow > 0 && c.ovState.hidden()
+		c.overflow++
+		c.ovState = st
+		if wasHidden {
+			c.ovState.drop = true
+		}
+		return nil
+	}
+	t := c.top()
+	i := int32(len(c.stack))
+	e := elem{name: name, st: st, hider: -1, prevSame: c.lastOf(name),
+		special: t.special, specialNotADP: t.specialNotADP, defBound: t.defBound, tableBound: t.tableBound,
+		countable: name != "head" && name != "template"}
+	switch {
+	case !st.hidden():
+	case t.st.hidden():
+		e.hider = t.hider
+	default:
+		e.hider = i
+	}
+	if isSpecial(name) {
+		e.special = i
+		if name != "address" && name != "div" && name != "p" {
+			e.specialNotADP = i
+		}
+	}
+	if isDefaultScopeBoundary(name) {
+		e.defBound = i
+	}
+	if name == "html" || name == "table" || name == "template" {
+		e.tableBound = i
+	}
+	c.last[name] = i
+	c.stack = append(c.stack, e)
+	return &c.stack[i]
+}
+
+// popTo closes the open elements from the top down to index i. explicit
+// says that the element at i is closed by its own end tag.
+func (c *htmlConv) popTo(i int32, explicit bool) {
+	for int32(len(c.stack)) > i {
+		j := len(c.stack) - 1
+		e := c.stack[j]
+		c.stack = c.stack[:j]
+		if e.prevSame >= 0 {
+			c.last[e.name] = e.prevSame
+		} else {
+			delete(c.last, e.name)
+		}
+		if isFormatting(e.name) {
+			if explicit && int32(j) == i {
+				c.afeRemove(e.name)
+			} else {
+				c.afeClose(e.name)
+			}
+		}
+		if isMarkerElement(e.name) {
+			c.afeClearToMarker()
+		}
+		if e.rendered {
+			c.closeOutput(e.name)
+		}
+	}
+}
+
+// countHidden counts the hidden element that text just dropped was in.
+func (c *htmlConv) countHidden() {
+	if t := c.top(); t.st.hidden() && t.hider >= 0 {
+		h := &c.stack[t.hider]
+		if !h.countable || h.counted {
 			return
 		}
-		c.hidden = ""
-	}
-	if !isVoidElement(name) && (name == "head" || name == "template" || a.hidden || styleHides(a.style)) {
-		if name != "head" && name != "template" {
-			c.hiddenCount++
+		h.counted = true
+		if h.afeID != 0 {
+			for k := len(c.afe) - 1; k >= 0; k-- {
+				if c.afe[k].id == h.afeID {
+					if c.afe[k].counted {
+						return // a reopened copy of an element already counted
+					}
+					c.afe[k].counted = true
+				}
+			}
 		}
-		c.hidden, c.hiddenDepth = name, 1
-		clear(c.inner)
+		c.hiddenCount++
 		return
 	}
-	c.countOpen(name, 1)
+	if c.overflow > 0 && !c.ovCounted {
+		c.ovCounted = true
+		c.hiddenCount++
+	}
+}
+
+func (c *htmlConv) startTag(name string, a *htmlAttrs) {
+	if name == "br" {
+		if !c.cur().hidden() {
+			c.pendingNL = min(c.pendingNL+1, 3)
+			if !c.started {
+				c.pendingNL = 0
+			}
+		}
+		return
+	}
+	if (name == "html" || name == "body") && c.lastOf(name) >= 0 {
+		return // browsers merge its attributes into the open one
+	}
+	c.implyEnds(name)
+	if c.needRecon && !isSpecial(name) {
+		c.reconstruct()
+	}
+	own := c.styleFor(name, a)
+	rendered := !c.cur().drop && !own.drop
+	if isVoidElement(name) {
+		if rendered {
+			c.openOutput(name, a)
+		}
+		return
+	}
+	e := c.push(name, own)
+	if e == nil {
+		return
+	}
+	e.rendered = rendered
+	if rendered {
+		c.openOutput(name, a)
+	}
+	if isFormatting(name) {
+		e.afeID = c.afePush(name, own)
+	}
+	if isMarkerElement(name) {
+		c.afe = append(c.afe, afeEntry{marker: true})
+	}
+}
+
+// implyEnds closes the elements a start tag implicitly ends.
+func (c *htmlConv) implyEnds(name string) {
+	if c.overflow > 0 {
+		return
+	}
+	if h := c.lastOf("head"); h >= 0 && !allowedInHead(name) {
+		c.popTo(h, false)
+	}
 	switch {
-	case name == "br":
-		c.pendingNL = min(c.pendingNL+1, 3)
-		if !c.started {
-			c.pendingNL = 0
+	case name == "li":
+		if i := c.lastOf("li"); i >= 0 && i >= c.top().specialNotADP {
+			c.popTo(i, false)
+		}
+	case name == "dd" || name == "dt":
+		if i := max(c.lastOf("dd"), c.lastOf("dt")); i >= 0 && i >= c.top().specialNotADP {
+			c.popTo(i, false)
+		}
+	case name == "td" || name == "th":
+		if i := max(c.inScope("td", c.top().tableBound), c.inScope("th", c.top().tableBound)); i >= 0 {
+			c.popTo(i, false)
+		}
+	case name == "tr":
+		i := c.inScope("tr", c.top().tableBound)
+		if i < 0 {
+			i = max(c.inScope("td", c.top().tableBound), c.inScope("th", c.top().tableBound))
+		}
+		if i >= 0 {
+			c.popTo(i, false)
+		}
+	case name == "tbody" || name == "thead" || name == "tfoot":
+		i := int32(-1)
+		for _, n := range [...]string{"tbody", "thead", "tfoot", "tr", "td", "th"} {
+			if j := c.inScope(n, c.top().tableBound); j >= 0 && (i < 0 || j < i) {
+				i = j
+			}
+		}
+		if i >= 0 {
+			c.popTo(i, false)
+		}
+	case name == "option":
+		if c.top().name == "option" {
+			c.popTo(int32(len(c.stack)-1), false)
+		}
+	case name == "optgroup":
+		for _, n := range [...]string{"option", "optgroup"} {
+			if c.top().name == n {
+				c.popTo(int32(len(c.stack)-1), false)
+			}
+		}
+	case name == "button":
+		if i := c.inScope("button", c.top().defBound); i >= 0 {
+			c.popTo(i, false)
+		}
+	case name == "a" || name == "nobr":
+		if c.afeFind(name) >= 0 {
+			c.endFormatting(name)
+		}
+	}
+	if closesP(name) {
+		if i := c.inScope("p", c.buttonBound()); i >= 0 {
+			c.popTo(i, false)
+		}
+	}
+	if isHeading(name) && isHeading(c.top().name) {
+		c.popTo(int32(len(c.stack)-1), false)
+	}
+}
+
+func (c *htmlConv) endTag(name string) {
+	if name == "br" { // "</br>" is a <br> in HTML
+		c.startTag("br", nil)
+		return
+	}
+	if c.overflow > 0 {
+		if c.overflow--; c.overflow == 0 {
+			c.ovState, c.ovCounted = visState{}, false
 		}
 		return
+	}
+	i := int32(-1)
+	switch {
+	case name == "body" || name == "html":
+		return // text after them still goes into the body
+	case name == "p":
+		i = c.inScope("p", c.buttonBound())
+	case name == "li":
+		i = c.inScope("li", c.listItemBound())
+	case isHeading(name):
+		for _, h := range [...]string{"h1", "h2", "h3", "h4", "h5", "h6"} {
+			i = max(i, c.inScope(h, c.top().defBound))
+		}
+	case name == "td" || name == "th" || name == "tr" || name == "table" || name == "tbody" ||
+		name == "thead" || name == "tfoot" || name == "caption" || name == "colgroup":
+		i = c.inScope(name, c.top().tableBound)
+	case isFormatting(name):
+		c.endFormatting(name)
+		return
+	case isSpecial(name):
+		i = c.inScope(name, c.top().defBound)
+	default:
+		if j := c.lastOf(name); j >= 0 && j >= c.top().special {
+			i = j
+		}
+	}
+	if i >= 0 {
+		c.popTo(i, true)
+	}
+}
+
+// endFormatting handles the end tag of a formatting element. When a special
+// element is open inside it, a browser runs the adoption agency algorithm,
+// which can move that element (and the text after the end tag) out of the
+// formatting element or leave it inside; the formatting element is then
+// kept open here, so hidden text stays hidden.
+func (c *htmlConv) endFormatting(name string) {
+	i := c.lastOf(name)
+	if i < 0 {
+		c.afeRemove(name)
+		if name == "a" {
+			c.closeLink()
+		}
+		return
+	}
+	t := c.top()
+	if i < t.defBound {
+		return // not in scope: ignored
+	}
+	if t.special > i {
+		if name == "a" {
+			c.closeLink()
+		}
+		return
+	}
+	c.popTo(i, true)
+}
+
+// afeStart is the index after the last marker.
+func (c *htmlConv) afeStart() int {
+	for k := len(c.afe) - 1; k >= 0; k-- {
+		if c.afe[k].marker {
+			return k + 1
+		}
+	}
+	return 0
+}
+
+// afePush adds a formatting element and returns its id (0 if it was not
+// added).
+func (c *htmlConv) afePush(name string, own ownStyle) int32 {
+	start := c.afeStart()
+	if len(c.afe)-start >= maxAFE {
+		// Forget the oldest one that hides nothing.
+		k := start
+		for k < len(c.afe) && c.afe[k].own.hides() {
+			k++
+		}
+		if k == len(c.afe) {
+			return 0
+		}
+		c.afe = slices.Delete(c.afe, k, k+1)
+	}
+	c.afeNextID++
+	c.afe = append(c.afe, afeEntry{name: name, own: own, id: c.afeNextID, open: true})
+	return c.afeNextID
+}
+
+// afeFind returns the index of the last entry named name after the last
+// marker, or -1.
+func (c *htmlConv) afeFind(name string) int {
+	for k := len(c.afe) - 1; k >= 0 && !c.afe[k].marker; k-- {
+		if c.afe[k].name == name {
+			return k
+		}
+	}
+	return -1
+}
+
+// afeOpen returns the last open entry named name after the last marker, or
+// -1.
+func (c *htmlConv) afeOpen(name string) int {
+	for k := len(c.afe) - 1; k >= 0 && !c.afe[k].marker; k-- {
+		if c.afe[k].name == name && c.afe[k].open {
+			return k
+		}
+	}
+	return -1
+}
+
+// afeClose records that a formatting element was closed implicitly: it is
+// reopened before the next text.
+func (c *htmlConv) afeClose(name string) {
+	if k := c.afeOpen(name); k >= 0 {
+		c.afe[k].open = false
+		c.needRecon = true
+	}
+}
+
+// afeRemove forgets a formatting element closed by its end tag.
+func (c *htmlConv) afeRemove(name string) {
+	k := c.afeOpen(name)
+	if k < 0 {
+		k = c.afeFind(name)
+	}
+	if k >= 0 {
+		c.afe = slices.Delete(c.afe, k, k+1)
+	}
+}
+
+func (c *htmlConv) afeClearToMarker() {
+	c.afe = c.afe[:max(c.afeStart()-1, 0)]
+}
+
+// reconstruct reopens formatting elements that were closed implicitly
+// (HTML's "reconstruct the active formatting elements").
+func (c *htmlConv) reconstruct() {
+	c.needRecon = false
+	n := len(c.afe)
+	if n == 0 || c.afe[n-1].marker || c.afe[n-1].open {
+		return
+	}
+	k := n - 1
+	for k > 0 && !c.afe[k-1].marker && !c.afe[k-1].open {
+		k--
+	}
+	for ; k < n; k++ {
+		if e := c.push(c.afe[k].name, c.afe[k].own); e != nil {
+			e.afeID = c.afe[k].id
+		}
+		c.afe[k].open = true
+	}
+}
+
+// openOutput renders a start tag that is not hidden.
+func (c *htmlConv) openOutput(name string, a *htmlAttrs) {
+	switch {
 	case isNestedList(name, c.listDepth):
 		c.want(1)
 	case isParaBlock(name):
@@ -491,29 +975,16 @@ func (c *htmlConv) startTag(name string, a htmlAttrs) {
 		c.cellSep = c.rowText
 	case "a":
 		c.closeLink()
-		if a.href != "" {
+		if a != nil && a.href != "" {
 			c.inLink, c.linkHref = true, a.href
 			c.linkText.Reset()
 		}
 	}
 }
 
-func (c *htmlConv) endTag(name string) {
-	if c.hidden != "" {
-		own := name == c.hidden
-		if !c.hiddenEnd(name) {
-			return
-		}
-		c.hidden = ""
-		if own {
-			return
-		}
-	}
-	c.countOpen(name, -1)
+// closeOutput renders the end of an element whose start was rendered.
+func (c *htmlConv) closeOutput(name string) {
 	switch {
-	case name == "br": // "</br>" is a <br> in HTML
-		c.startTag("br", htmlAttrs{})
-		return
 	case isNestedList(name, c.listDepth-1):
 		c.want(1)
 	case isParaBlock(name):
@@ -538,6 +1009,34 @@ func (c *htmlConv) endTag(name string) {
 	}
 }
 
+// Elements that need a line break before and after them.
+func isLineBlock(name string) bool {
+	switch name {
+	case "div", "li", "dt", "dd", "tr", "section", "article", "header", "footer", "nav",
+		"aside", "main", "center", "form", "fieldset", "legend", "caption", "details",
+		"summary", "option", "figcaption", "tbody", "thead", "tfoot", "body", "dialog",
+		"menu", "dir", "address", "hgroup", "search":
+		return true
+	}
+	return false
+}
+
+// Elements that need a blank line before and after them.
+func isParaBlock(name string) bool {
+	switch name {
+	case "p", "h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "pre", "ul", "ol", "dl",
+		"table", "hr", "figure", "listing", "plaintext":
+		return true
+	}
+	return false
+}
+
+// isNestedList reports whether name is a list inside another list (depth
+// lists already open outside it): it gets a line break, not a blank line.
+func isNestedList(name string, depth int) bool {
+	return depth > 0 && (name == "ul" || name == "ol" || name == "menu" || name == "dir")
+}
+
 // want asks for at least n line breaks before the next visible text.
 func (c *htmlConv) want(n int) {
 	if c.started && c.pendingNL < n {
@@ -547,7 +1046,19 @@ func (c *htmlConv) want(n int) {
 
 // text handles character data (entities still encoded).
 func (c *htmlConv) text(t string) {
-	if c.hidden != "" || t == "" {
+	if c.collecting || t == "" {
+		return
+	}
+	if h := c.lastOf("head"); h >= 0 && c.overflow == 0 && !isBlankHTML(t) {
+		c.popTo(h, false) // text ends the head
+	}
+	if c.needRecon {
+		c.reconstruct()
+	}
+	if c.cur().hidden() {
+		if !isBlankHTML(t) {
+			c.countHidden()
+		}
 		return
 	}
 	if c.preDepth > 0 {

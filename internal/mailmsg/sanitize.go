@@ -55,12 +55,19 @@ func classify(r rune) int {
 // variation selector is kept only directly after a non-space character, so a
 // run of them (a way to hide data in text) is cut to one. Invalid UTF-8
 // becomes U+FFFD (one per run of bad bytes). The result is NFC-normalised;
-// a run of more than 30 combining marks is cut there.
+// a run of more than 30 combining marks is cut there. Text imitating the
+// fence around untrusted content is rewritten (NeutralizeFences).
 //
-// Clean input is returned as is without allocating: one pass for ASCII text,
-// plus the NFC quick check when there is non-ASCII text. Sanitize is
-// idempotent.
+// Clean input is returned as is without allocating: two passes for ASCII
+// text (characters, fences), plus the NFC quick check when there is
+// non-ASCII text. Sanitize is idempotent.
 func Sanitize(s string) string {
+	return NeutralizeFences(sanitizeChars(s))
+}
+
+// sanitizeChars is Sanitize without NeutralizeFences, for HTML that is
+// sanitised again once it is text.
+func sanitizeChars(s string) string {
 	i, nonASCII, vsBlocked := firstChange(s)
 	if i < 0 {
 		if !nonASCII {
@@ -432,4 +439,344 @@ func isAttribution(s string) bool {
 		}
 	}
 	return false
+}
+
+// FencePhrase is the phrase of the lines that fence untrusted mail content
+// in the tools' text output ("<<<UNTRUSTED MAIL CONTENT BEGIN MAIL-…>>>").
+// It is defined here, next to NeutralizeFences, so that the fence and the
+// check that mail cannot imitate it stay one shape.
+const FencePhrase = "UNTRUSTED MAIL CONTENT"
+
+// FenceRemoved replaces fence-like text in mail content.
+const FenceRemoved = "[fence-like text removed]"
+
+// NeutralizeFences rewrites text that imitates a fence line, so that mail
+// content can never hold a line that a model could take for the start or
+// end of the fenced block. Fence-like text is
+//   - the phrase UNTRUSTED MAIL CONTENT preceded by an opening angle bracket
+//     ("<<<", "＜", "‹", "«", ...) or followed by BEGIN or END, together with
+//     what follows it on the line up to a marker-like word and a closing
+//     angle run ("END MAIL-AAAA>>>");
+//   - a marker-like word "MAIL-…" followed by two or more closing angle
+//     brackets.
+//
+// Letters match case-insensitively and through common lookalikes
+// (fullwidth, mathematical and small-capital letters, Cyrillic and Greek
+// homoglyphs; I, l and 1 alike, 0 for O); the words may be run together or
+// separated by up to three spaces or punctuation characters.
+//
+// The whole fence-like stretch becomes FenceRemoved. Replacing all of it,
+// not only the angle brackets, leaves no BEGIN/END or marker that still
+// reads like a fence, and the square brackets cannot start one. Only the
+// exact phrase after an angle bracket or before BEGIN/END is touched, so
+// ordinary mail (quotes made of ">>>", "mail content", "the end") is not.
+//
+// It returns s itself when there is nothing to rewrite, runs in time linear
+// in len(s), and NeutralizeFences(NeutralizeFences(s)) ==
+// NeutralizeFences(s). Sanitize calls it.
+func NeutralizeFences(s string) string {
+	var b strings.Builder
+	done := 0 // s[:done] has been handled (written to b if b is in use)
+	for i := 0; i < len(s); {
+		r, size := rune(s[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRuneInString(s[i:])
+		} else if r|0x20 != 'u' && r != '>' {
+			i++ // the common case: an ASCII byte that starts nothing
+			continue
+		}
+		start, end := -1, -1
+		if foldLetter(r) == 'u' {
+			start, end = fenceAt(s, i, done)
+		} else if open, n := angleRune(r); n > 0 && !open {
+			start, end = markerCloseAt(s, i, done)
+		}
+		if start < 0 {
+			i += size
+			continue
+		}
+		if b.Len() == 0 {
+			b.Grow(len(s))
+		}
+		b.WriteString(s[done:start])
+		b.WriteString(FenceRemoved)
+		done, i = end, end
+	}
+	if done == 0 {
+		return s
+	}
+	b.WriteString(s[done:])
+	return b.String()
+}
+
+// fenceAt looks for the fence phrase starting at s[i] and returns the
+// fence-like stretch around it, or -1. floor is where already rewritten
+// text ends: the stretch does not reach before it.
+func fenceAt(s string, i, floor int) (start, end int) {
+	p, ok := matchWords(s, i, "untrusted", "mall", "content")
+	if !ok {
+		return -1, -1
+	}
+	// Opening angle brackets before the phrase, spaces allowed.
+	start, opening := i, 0
+	for k, n := i, 0; k > floor && n < 16; n++ {
+		r, size := utf8.DecodeLastRuneInString(s[floor:k])
+		if open, w := angleRune(r); w > 0 && open {
+			opening += w
+			start = k - size
+		} else if !isLineSpace(r) {
+			break
+		}
+		k -= size
+	}
+	// BEGIN or END, a marker-like word, closing angle brackets.
+	end = p
+	keyword := false
+	if q, ok := matchWords(s, skipSeparators(s, p, 3), "begln"); ok && !isWordRune(s, q) {
+		end, keyword = q, true
+	} else if q, ok := matchWords(s, skipSeparators(s, p, 3), "end"); ok && !isWordRune(s, q) {
+		end, keyword = q, true
+	}
+	q := skipSeparators(s, end, 3)
+	tokenEnd := q
+	for n := 0; tokenEnd < len(s) && n < 80; n++ {
+		r, size := utf8.DecodeRuneInString(s[tokenEnd:])
+		if foldLetter(r) == 0 && !isDash(r) && !isMark(r) {
+			break
+		}
+		tokenEnd += size
+	}
+	closeEnd, closing := closingRun(s, skipSpaces(s, tokenEnd, 3))
+	switch {
+	case closing > 0:
+		end = closeEnd
+	case keyword && markerLike(s[:tokenEnd], q):
+		end = tokenEnd
+	}
+	if opening == 0 && !keyword && closing < 2 {
+		return -1, -1
+	}
+	return start, end
+}
+
+// markerCloseAt looks for a marker-like word ("MAIL-…") right before the
+// closing angle bracket at s[i]; it returns the stretch from the word to
+// the end of the angle run, or -1.
+func markerCloseAt(s string, i, floor int) (start, end int) {
+	end, closing := closingRun(s, i)
+	if closing < 2 {
+		return -1, -1
+	}
+	k := i
+	for n := 0; k > floor && n < 3; n++ { // spaces before the brackets
+		r, size := utf8.DecodeLastRuneInString(s[floor:k])
+		if !isLineSpace(r) {
+			break
+		}
+		k -= size
+	}
+	wordEnd := k
+	for n := 0; ; n++ {
+		if k <= floor {
+			break
+		}
+		r, size := utf8.DecodeLastRuneInString(s[floor:k])
+		if foldLetter(r) == 0 && !isDash(r) && !isMark(r) {
+			break
+		}
+		if n == 80 {
+			return -1, -1
+		}
+		k -= size
+	}
+	if !markerLike(s[:wordEnd], k) {
+		return -1, -1
+	}
+	return k, end
+}
+
+// markerLike reports whether the word s[i:] holds "MAIL-" followed by a
+// letter or digit.
+func markerLike(s string, i int) bool {
+	for j := i; j < len(s); {
+		if q, ok := matchWords(s, j, "mall"); ok {
+			if r, size := utf8.DecodeRuneInString(s[q:]); isDash(r) && isWordRune(s, q+size) {
+				return true
+			}
+		}
+		_, size := utf8.DecodeRuneInString(s[j:])
+		j += size
+	}
+	return false
+}
+
+// matchWords matches words (folded as foldLetter folds) at s[i:], each
+// separated from the last by at most three separators, and returns where
+// the match ends.
+func matchWords(s string, i int, words ...string) (int, bool) {
+	for w, word := range words {
+		if w > 0 {
+			i = skipSeparators(s, i, 3)
+		}
+		for k := 0; k < len(word); k++ {
+			if i >= len(s) {
+				return i, false
+			}
+			r, size := utf8.DecodeRuneInString(s[i:])
+			if foldLetter(r) != word[k] {
+				return i, false
+			}
+			i += size
+			for i < len(s) { // combining marks do not break a word
+				r, size := utf8.DecodeRuneInString(s[i:])
+				if !isMark(r) {
+					break
+				}
+				i += size
+			}
+		}
+	}
+	return i, true
+}
+
+// closingRun measures the run of closing angle brackets (spaces allowed
+// between them) at s[i:]: where it ends and how many brackets it shows.
+func closingRun(s string, i int) (end, count int) {
+	end = i
+	for k, n := i, 0; k < len(s) && n < 32; n++ {
+		r, size := utf8.DecodeRuneInString(s[k:])
+		k += size
+		if open, w := angleRune(r); w > 0 && !open {
+			count += w
+			end = k
+		} else if !isLineSpace(r) {
+			break
+		}
+	}
+	return end, count
+}
+
+// skipSeparators skips at most max spaces or punctuation characters (not
+// line breaks or angle brackets).
+func skipSeparators(s string, i, max int) int {
+	for n := 0; i < len(s) && n < max; n++ {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if _, w := angleRune(r); w > 0 || r == '\n' || !isLineSpace(r) && !unicode.IsPunct(r) && !unicode.IsSymbol(r) {
+			break
+		}
+		i += size
+	}
+	return i
+}
+
+func skipSpaces(s string, i, max int) int {
+	for n := 0; i < len(s) && n < max; n++ {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if !isLineSpace(r) {
+			break
+		}
+		i += size
+	}
+	return i
+}
+
+// isWordRune reports whether a letter or digit starts at s[i].
+func isWordRune(s string, i int) bool {
+	if i >= len(s) {
+		return false
+	}
+	r, _ := utf8.DecodeRuneInString(s[i:])
+	return foldLetter(r) != 0
+}
+
+func isLineSpace(r rune) bool { return r != '\n' && (r == ' ' || r == '\t' || isSpaceRune(r)) }
+
+func isMark(r rune) bool { return r >= 0x300 && unicode.In(r, unicode.Mn, unicode.Me) }
+
+func isDash(r rune) bool {
+	switch r {
+	case '-', '_', '\u2010', '\u2011', '\u2012', '\u2013', '\u2014', '\u2015', '\u2043', '\u2212', '\uFE63', '\uFF0D', '\uFF3F':
+		return true
+	}
+	return false
+}
+
+// angleRune tells whether r looks like an opening or closing angle bracket
+// and how many brackets it shows (0: not one).
+func angleRune(r rune) (open bool, n int) {
+	switch r {
+	case '<', '\u2039', '\uFF1C', '\uFE64', '\u3008', '\u2329', '\u27E8', '\u02C2', '\u1438', '\u276E', '\u2770', '\u29FC', '\u226E':
+		return true, 1
+	case '\u00AB', '\u300A', '\u27EA', '\u226A':
+		return true, 2
+	case '\u22D8', '\u2AF7':
+		return true, 3
+	case '>', '\u203A', '\uFF1E', '\uFE65', '\u3009', '\u232A', '\u27E9', '\u02C3', '\u1433', '\u276F', '\u2771', '\u29FD', '\u226F':
+		return false, 1
+	case '\u00BB', '\u300B', '\u27EB', '\u226B':
+		return false, 2
+	case '\u22D9', '\u2AF8':
+		return false, 3
+	}
+	return false, 0
+}
+
+// homoglyphs maps letters that look like the Latin letters of the fence
+// words to them.
+var homoglyphs = map[rune]byte{
+	'а': 'a', 'А': 'a', 'α': 'a', 'Α': 'a', 'ɑ': 'a', 'ᴀ': 'a',
+	'В': 'b', 'Β': 'b', 'ʙ': 'b', 'Ь': 'b',
+	'с': 'c', 'С': 'c', 'ϲ': 'c', 'Ϲ': 'c', 'ᴄ': 'c',
+	'ԁ': 'd', 'ᴅ': 'd', 'Ꭰ': 'd',
+	'е': 'e', 'Е': 'e', 'Ε': 'e', 'ᴇ': 'e', 'ҽ': 'e',
+	'ɡ': 'g', 'ɢ': 'g', 'Ԍ': 'g',
+	'і': 'l', 'І': 'l', 'Ι': 'l', 'ι': 'l', 'ı': 'l', 'ɪ': 'l', 'ӏ': 'l', 'Ӏ': 'l', 'ʟ': 'l', 'Ꮮ': 'l', 'ǀ': 'l',
+	'м': 'm', 'М': 'm', 'Μ': 'm', 'ᴍ': 'm',
+	'п': 'n', 'Ν': 'n', 'ɴ': 'n', 'ո': 'n', 'η': 'n',
+	'о': 'o', 'О': 'o', 'ο': 'o', 'Ο': 'o', 'օ': 'o', 'ᴏ': 'o',
+	'г': 'r', 'ʀ': 'r', 'Ꭱ': 'r',
+	'ѕ': 's', 'Ѕ': 's', 'ꜱ': 's', 'Ꮪ': 's',
+	'т': 't', 'Т': 't', 'τ': 't', 'Τ': 't', 'ᴛ': 't',
+	'υ': 'u', 'ս': 'u', 'ᴜ': 'u', 'Ս': 'u',
+}
+
+// foldLetter maps a letter or digit to the lower-case ASCII letter or digit
+// it can pass for ('i', '1' and '|' as 'l', '0' as 'o'); 0 for other runes.
+func foldLetter(r rune) byte {
+	if r < utf8.RuneSelf {
+		c := byte(r)
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		switch {
+		case c == 'i' || c == '1' || c == '|':
+			return 'l'
+		case c == '0':
+			return 'o'
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			return c
+		}
+		return 0
+	}
+	if r >= 0xFF01 && r <= 0xFF5E { // fullwidth ASCII
+		return foldLetter(r - 0xFEE0)
+	}
+	if r < 0x600 || r >= 0x13A0 && r <= 0x13FF || r >= 0x1D00 && r <= 0x1D2B || r == 0xA731 {
+		if c, ok := homoglyphs[r]; ok {
+			return c
+		}
+	}
+	// Accented Latin letters, letterlike symbols, enclosed, mathematical and
+	// other compatibility forms of ASCII letters and digits: the letter
+	// their decomposition starts with.
+	if r >= 0xC0 && r <= 0x2AF || r >= 0x1E00 && r <= 0x1EFF || r >= 0x2100 && r <= 0x24FF ||
+		r >= 0x1D400 && r <= 0x1D7FF || r >= 0x1F100 && r <= 0x1F1FF || r >= 0x2070 && r <= 0x209F ||
+		r >= 0x1D2C && r <= 0x1D6A {
+		var buf [4]byte
+		n := utf8.EncodeRune(buf[:], r)
+		if d := norm.NFKD.Properties(buf[:n]).Decomposition(); len(d) > 0 && d[0] < utf8.RuneSelf && d[0] > ' ' {
+			return foldLetter(rune(d[0]))
+		}
+	}
+	return 0
 }

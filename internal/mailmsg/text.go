@@ -123,7 +123,7 @@ func decodeText(raw []byte, p Part, w *warnList) string {
 	if html {
 		text, hidden := htmlToText(s)
 		if hidden > 0 {
-			w.add(fmt.Sprintf("%d hidden HTML element(s) (display:none, visibility:hidden or the hidden attribute) were left out.", hidden))
+			w.add(hiddenWarning(hidden))
 		}
 		return text
 	}

@@ -18,12 +18,12 @@ const (
 // base64 is decoded as far as possible, bad quoted-printable escapes are
 // kept literally, and an unknown encoding leaves the data as is.
 func transferDecode(raw []byte, enc string) ([]byte, transferProblem) {
-	switch strings.ToLower(strings.Trim(strings.TrimSpace(enc), `"`)) {
-	case "", "7bit", "8bit", "binary", "7-bit", "8-bit":
+	switch transferEncoding(enc) {
+	case encIdentity:
 		return raw, transferOK
-	case "quoted-printable", "quoted_printable", "qp":
+	case encQP:
 		return decodeQP(raw), transferOK
-	case "base64", "base-64":
+	case encBase64:
 		out, bad := decodeBase64(raw)
 		if bad {
 			return out, transferBadBase64
@@ -31,6 +31,27 @@ func transferDecode(raw []byte, enc string) ([]byte, transferProblem) {
 		return out, transferOK
 	}
 	return raw, transferUnknown
+}
+
+// Transfer encodings as transferEncoding names them.
+const (
+	encIdentity = "identity" // 7bit, 8bit, binary: nothing to undo
+	encQP       = "quoted-printable"
+	encBase64   = "base64"
+)
+
+// transferEncoding names a Content-Transfer-Encoding value leniently (case,
+// quotes and common misspellings); "" when it is unknown.
+func transferEncoding(enc string) string {
+	switch strings.ToLower(strings.Trim(strings.TrimSpace(enc), `"`)) {
+	case "", "7bit", "8bit", "binary", "7-bit", "8-bit":
+		return encIdentity
+	case "quoted-printable", "quoted_printable", "qp":
+		return encQP
+	case "base64", "base-64":
+		return encBase64
+	}
+	return ""
 }
 
 // decodeQP decodes quoted-printable leniently: "=XX" (either case) becomes

@@ -3,15 +3,17 @@ package mailtest
 import (
 	"errors"
 	"testing"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 )
 
 // StartT starts a private stack for one test, with Shared's rules for
 // machines that cannot run one, and stops it when the test ends.
 func StartT(t testing.TB, opts Options) *Stack {
 	t.Helper()
-	s, err := Start(opts)
+	s, err := mailstack.Start(opts)
 	if err != nil {
-		if errors.Is(err, ErrUnavailable) && !inCI() {
+		if errors.Is(err, mailstack.ErrUnavailable) && !inCI() {
 			t.Skipf("mailtest: %v", err)
 		}
 		t.Fatalf("mailtest: cannot start a mail stack: %v", err)

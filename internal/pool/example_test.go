@@ -15,7 +15,7 @@ type session struct{ n int }
 func (s *session) Close() error { fmt.Printf("session %d closed\n", s.n); return nil }
 
 func Example() {
-	p := pool.New(pool.Config{MaxTotal: 50, MaxPerKey: 4},
+	p := pool.New(pool.Config{MaxTotal: 50, MaxPerGroup: 4},
 		func(ctx context.Context, s *session) error { return nil }, // e.g. NOOP
 		nil,
 		pool.WithGracefulClose(func(ctx context.Context, s *session) {
@@ -31,8 +31,9 @@ func Example() {
 	defer cancel()
 
 	for range 2 {
-		// The key would be credentials.Key(host): host, user and password.
-		lease, err := p.Get(ctx, "3f1c…", dial)
+		// Conn would be credentials.Key(host) (host, user and password), Group
+		// the account (the user name as the server folds it).
+		lease, err := p.Get(ctx, pool.Key{Group: "alice@example.com", Conn: "3f1c…"}, dial)
 		if errors.Is(err, pool.ErrBusy) {
 			fmt.Println("server busy, retry")
 			return

@@ -1,9 +1,10 @@
 // Package pool owns a keyed, bounded pool of long-lived connections: how many
-// are open (in total and per key), which idle one is handed out next, when an
-// idle or old one is closed, and who waits when none is free. It knows nothing
-// about IMAP: the caller supplies the dial, health-check and graceful-close
-// functions. It must not log a key in full (a key stands for a credential),
-// and it never does I/O while holding its own lock.
+// are open (in total and per group of keys), which idle one is handed out
+// next, when an idle or old one is closed or replaced by a fresh one, and who
+// waits when none is free. It knows nothing about IMAP: the caller supplies
+// the dial, health-check and graceful-close functions. It must not log a key
+// in full (a key stands for a credential), and it never does I/O while
+// holding its own lock.
 package pool
 
 import (
@@ -20,10 +21,11 @@ import (
 // Defaults used for zero fields of Config.
 const (
 	DefaultMaxTotal    = 50
-	DefaultMaxPerKey   = 4
+	DefaultMaxPerGroup = 4
 	DefaultIdleTimeout = 5 * time.Minute
 	DefaultMaxLifetime = time.Hour
 	DefaultCheckAfter  = 5 * time.Second
+	DefaultRevalidate  = time.Minute
 )
 
 // minJanitorTick is the shortest interval between two janitor sweeps. Tests
@@ -43,14 +45,25 @@ var (
 // while a graceful close of the same connection is still running.
 type Conn interface{ Close() error }
 
+// Key says what a connection is for. An idle connection is handed out
+// again only to a Get with the same Conn (for IMAP a hash of host, user and
+// password: a wrong password never reuses a logged-in connection). Group is
+// what Config.MaxPerGroup counts: all the keys that log in to one account
+// (user names the server treats as the same, with any password) share one
+// bound. An empty Group means Conn. A key keeps the group it was first
+// given while the pool holds anything for it.
+type Key struct{ Group, Conn string }
+
 // Config bounds the pool. A zero field gets its default.
 type Config struct {
 	// MaxTotal bounds the connections open or being dialled, all keys together
 	// (MAX_POOL_SIZE, default 50).
 	MaxTotal int
-	// MaxPerKey bounds the connections open or being dialled for one key, so
-	// that one user cannot starve the others (default 4; at most MaxTotal).
-	MaxPerKey int
+	// MaxPerGroup bounds the connections open or being dialled for one
+	// group, so that one account cannot starve the others, however many
+	// spellings of its name or passwords it logs in with (default 4; at most
+	// MaxTotal).
+	MaxPerGroup int
 	// IdleTimeout closes a connection that has been idle this long (default
 	// 5 min, shorter than the IMAP autologout).
 	IdleTimeout time.Duration
@@ -61,16 +74,23 @@ type Config struct {
 	// than this before handing it out (default 5 s; negative: check on every
 	// reuse).
 	CheckAfter time.Duration
+	// Revalidate is the age of a connection's login after which it no longer
+	// serves: the janitor replaces an idle one a little before that with a
+	// fresh dial (a new login) for the same key, and Get, if it finds one
+	// that old, closes it and dials anew. IMAP cannot re-authenticate a
+	// logged-in connection, so only a new login tells that a password has
+	// changed (default 1 min; negative: never).
+	Revalidate time.Duration
 }
 
 func (c Config) withDefaults() Config {
 	if c.MaxTotal <= 0 {
 		c.MaxTotal = DefaultMaxTotal
 	}
-	if c.MaxPerKey <= 0 {
-		c.MaxPerKey = DefaultMaxPerKey
+	if c.MaxPerGroup <= 0 {
+		c.MaxPerGroup = DefaultMaxPerGroup
 	}
-	c.MaxPerKey = min(c.MaxPerKey, c.MaxTotal)
+	c.MaxPerGroup = min(c.MaxPerGroup, c.MaxTotal)
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
@@ -79,6 +99,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.CheckAfter == 0 {
 		c.CheckAfter = DefaultCheckAfter
+	}
+	if c.Revalidate == 0 {
+		c.Revalidate = DefaultRevalidate
 	}
 	return c
 }
@@ -93,6 +116,14 @@ func WithGracefulClose[C Conn](f func(ctx context.Context, c C)) Option[C] {
 	return func(p *Pool[C]) { p.graceful = f }
 }
 
+// WithRefused gives the pool f, which says whether a dial error means that
+// the server refused the credential itself (a wrong password), as opposed to
+// a network or server failure. After such an error every idle connection of
+// that key is closed: they logged in with what the server now refuses.
+func WithRefused[C Conn](f func(error) bool) Option[C] {
+	return func(p *Pool[C]) { p.refused = f }
+}
+
 // Stats is a snapshot of the pool's counters (since New) and gauges (now).
 type Stats struct {
 	Opened      uint64 // connections dialled successfully
@@ -100,6 +131,7 @@ type Stats struct {
 	Discarded   uint64 // closed by Lease.Discard or after a failed health check
 	Evicted     uint64 // idle connections closed to make room for another key
 	Expired     uint64 // closed for IdleTimeout or MaxLifetime
+	Revalidated uint64 // closed because their login was older than Revalidate
 	WaitedTotal uint64 // Gets that had to wait for a slot
 	BusyErrors  uint64 // Gets that returned ErrBusy
 
@@ -114,10 +146,13 @@ type Pool[C Conn] struct {
 	cfg      Config
 	check    func(context.Context, C) error
 	graceful func(context.Context, C)
+	refused  func(error) bool
 	log      *slog.Logger
+	tick     time.Duration // between two janitor sweeps
 
 	mu     sync.Mutex
 	keys   map[string]*keyState[C]
+	groups map[string]*groupState[C]
 	idle   list[C] // every idle conn, least recently used first
 	total  int     // slots held: idle + leased + checking + dialling + closing
 	wHead  *waiter[C]
@@ -129,25 +164,44 @@ type Pool[C Conn] struct {
 	janitorDone chan struct{}
 	closeDone   chan struct{} // closed when the first Close returns
 
-	opened, reused, discarded, evicted, expired, waited, busy atomic.Uint64
+	// renewals are the janitor's fresh dials (Revalidate); ctx ends them
+	// when the pool is closed.
+	renewals sync.WaitGroup
+	ctx      context.Context
+	cancel   context.CancelFunc
+
+	opened, reused, discarded, evicted, expired, revalidated, waited, busy atomic.Uint64
 }
 
-// keyState is one key's share of the pool. It exists while the key holds a
-// slot or has a waiter.
+// groupState is one group's share of the pool. It exists while one of its
+// keys holds a slot or has a waiter.
+type groupState[C Conn] struct {
+	name    string
+	count   int     // slots held by the group's keys, like Pool.total
+	waiting int     // waiters for the group's keys
+	idle    list[C] // the group's idle conns, least recently used first
+}
+
+// keyState is one key's share of its group. It exists while the key holds
+// a slot or has a waiter.
 type keyState[C Conn] struct {
 	key     string
-	count   int     // slots held by this key, like Pool.total
+	g       *groupState[C]
+	count   int     // slots held by this key
 	waiting int     // waiters for this key
 	idle    list[C] // this key's idle conns, most recently used last
+	// dial is the last Get's: the janitor renews the key's idle conns with
+	// it. It lives no longer than the key's state.
+	dial func(context.Context) (C, error)
 }
 
 // entry is one connection and its bookkeeping.
 type entry[C Conn] struct {
 	conn      C
 	ks        *keyState[C]
-	created   time.Time
+	created   time.Time // when dial returned: the login's time
 	idleSince time.Time // set when released; guarded by Pool.mu
-	links     [2]link[C]
+	links     [3]link[C]
 	closed    atomic.Bool
 }
 
@@ -178,27 +232,38 @@ func New[C Conn](cfg Config, check func(ctx context.Context, c C) error, logger 
 		check:       check,
 		log:         logger.With("component", "pool"),
 		keys:        make(map[string]*keyState[C]),
+		groups:      make(map[string]*groupState[C]),
 		idle:        list[C]{which: 0},
 		stop:        make(chan struct{}),
 		janitorDone: make(chan struct{}),
 		closeDone:   make(chan struct{}),
 	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
 	for _, o := range opts {
 		o(p)
 	}
-	go p.janitor(max(p.cfg.IdleTimeout/4, minJanitorTick))
+	tick := p.cfg.IdleTimeout / 4
+	if p.cfg.Revalidate > 0 {
+		tick = min(tick, p.cfg.Revalidate/4)
+	}
+	p.tick = max(tick, minJanitorTick)
+	go p.janitor(p.tick)
 	return p
 }
 
 // Get returns a lease on a connection for key.
 //
-// It hands out the key's most recently used idle connection, health-checking
-// it first if it has been idle longer than CheckAfter (a failing check
-// discards it and Get tries the next one, then dials). Otherwise it dials a
-// new connection if the key and the total are under their bounds; if only the
-// total is full it first closes the least recently used idle connection of
-// another key. Slots being dialled count against both bounds. A dial error is
-// returned as it is and leaves nothing in the pool.
+// It hands out the most recently used idle connection of key.Conn,
+// health-checking it first if it has been idle longer than CheckAfter, and
+// skipping it if its login is older than Revalidate (a failing check or an
+// old login closes the connection and Get tries the next one, then dials).
+// Otherwise it dials a new connection if the group and the total are under
+// their bounds. When the group is at its bound, or the total is, and another
+// key of the group has an idle connection, Get closes the least recently
+// used of those and dials in its place; when only the total is full and the
+// group holds nothing, it closes the least recently used idle connection of
+// another group. Slots being dialled count against both bounds. A dial error
+// is returned as it is and leaves nothing in the pool.
 //
 // If no slot is free, Get waits, in FIFO order with other waiters, for a
 // release anywhere in the pool. If ctx's deadline passes while waiting it
@@ -207,8 +272,12 @@ func New[C Conn](cfg Config, check func(ctx context.Context, c C) error, logger 
 // already done when Get is called gives ctx.Err(). After Close, Get returns
 // ErrClosed.
 //
+// The pool keeps dial while it holds anything for key.Conn, and the janitor
+// may call it later, with a context of its own, to renew an idle connection
+// (Config.Revalidate): it must not depend on the caller's request.
+//
 // If dial or check panics, the slot is freed and the panic goes on.
-func (p *Pool[C]) Get(ctx context.Context, key string, dial func(ctx context.Context) (C, error)) (*Lease[C], error) {
+func (p *Pool[C]) Get(ctx context.Context, key Key, dial func(ctx context.Context) (C, error)) (*Lease[C], error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -217,11 +286,8 @@ func (p *Pool[C]) Get(ctx context.Context, key string, dial func(ctx context.Con
 		p.mu.Unlock()
 		return nil, ErrClosed
 	}
-	ks := p.keys[key]
-	if ks == nil {
-		ks = &keyState[C]{key: key, idle: list[C]{which: 1}}
-		p.keys[key] = ks
-	}
+	ks := p.keyLocked(key)
+	ks.dial = dial
 	g, ok := p.tryAcquireLocked(ks)
 	if ok {
 		p.mu.Unlock()
@@ -261,6 +327,25 @@ func (p *Pool[C]) Get(ctx context.Context, key string, dial func(ctx context.Con
 	return p.use(ctx, ks, g, dial)
 }
 
+// keyLocked returns key's state, making it (and its group's) if missing.
+func (p *Pool[C]) keyLocked(key Key) *keyState[C] {
+	if ks := p.keys[key.Conn]; ks != nil {
+		return ks
+	}
+	name := key.Group
+	if name == "" {
+		name = key.Conn
+	}
+	g := p.groups[name]
+	if g == nil {
+		g = &groupState[C]{name: name, idle: list[C]{which: 1}}
+		p.groups[name] = g
+	}
+	ks := &keyState[C]{key: key.Conn, g: g, idle: list[C]{which: 2}}
+	p.keys[key.Conn] = ks
+	return ks
+}
+
 // tryAcquireLocked finds what ks can have now without waiting. It is also the
 // rule dispatchLocked applies to each waiter, so a new Get never jumps ahead
 // of a waiter that could have been served.
@@ -269,34 +354,43 @@ func (p *Pool[C]) tryAcquireLocked(ks *keyState[C]) (grant[C], bool) {
 		p.unidleLocked(e)
 		return grant[C]{entry: e}, true
 	}
-	if ks.count >= p.cfg.MaxPerKey {
+	g := ks.g
+	groupFull, poolFull := g.count >= p.cfg.MaxPerGroup, p.total >= p.cfg.MaxTotal
+	var gr grant[C]
+	switch {
+	case !groupFull && !poolFull:
+	case g.idle.n > 0:
+		// Another key of the group (another spelling of the user name, an
+		// old password) has an idle conn: this key takes its slot rather
+		// than waiting for it to time out. Its slot stays counted until it
+		// is closed, which the new owner does before dialling: the bound
+		// holds for open sockets, not just for the books.
+		gr.victim = g.idle.front()
+	case groupFull:
 		return grant[C]{}, false
+	case g.count > 0:
+		// The pool is full. A group that already holds a conn (all in use)
+		// waits for one of its own to come back, which takes one call's
+		// time, rather than evicting another group's warm conn: that would
+		// cost two logins and two folder selections, and under load from
+		// more users than the pool holds it made the pool thrash
+		// (cmd/mailbox-bench, 64 callers on 16 users). Only a group holding
+		// nothing evicts.
+		return grant[C]{}, false
+	default:
+		// The group has no idle conn, so the LRU one belongs to another.
+		if gr.victim = p.idle.front(); gr.victim == nil {
+			return grant[C]{}, false
+		}
 	}
-	var g grant[C]
-	if p.total >= p.cfg.MaxTotal {
-		// The pool is full. A key that already holds a conn (all in use)
-		// waits for one of its own to come back, which takes one call's time,
-		// rather than evicting another key's warm conn: that would cost two
-		// logins and two folder selections, and under load from more users
-		// than the pool holds it made the pool thrash (cmd/mailbox-bench, 64
-		// callers on 16 users). Only a key holding nothing evicts.
-		if ks.count > 0 {
-			return grant[C]{}, false
-		}
-		// ks has no idle conn, so the LRU one belongs to another key. Its slot
-		// stays counted until it is closed, which the new owner does before
-		// dialling: the bound holds for open sockets, not just for the books.
-		victim := p.idle.front()
-		if victim == nil {
-			return grant[C]{}, false
-		}
-		p.unidleLocked(victim)
+	if gr.victim != nil {
+		p.unidleLocked(gr.victim)
 		p.evicted.Add(1)
-		g.victim = victim
 	}
 	ks.count++
+	g.count++
 	p.total++
-	return g, true
+	return gr, true
 }
 
 // dispatchLocked serves waiters, oldest first, with whatever is free now.
@@ -347,12 +441,18 @@ func (p *Pool[C]) use(ctx context.Context, ks *keyState[C], g grant[C], dial fun
 	return p.dial(ctx, ks, dial)
 }
 
-// vet reports whether the idle entry e may be handed out: not expired, and
-// healthy if it has been idle longer than CheckAfter.
+// vet reports whether the idle entry e may be handed out: not expired, its
+// login not older than Revalidate, and healthy if it has been idle longer
+// than CheckAfter.
 func (p *Pool[C]) vet(ctx context.Context, e *entry[C]) bool {
 	now := time.Now()
 	if p.stale(e, now) { // e is ours: nobody writes idleSince now
 		p.expired.Add(1)
+		return false
+	}
+	if p.cfg.Revalidate > 0 && now.Sub(e.created) >= p.cfg.Revalidate {
+		p.revalidated.Add(1)
+		p.log.Debug("login too old: dialling anew", "key", shortKey(e.ks.key))
 		return false
 	}
 	if p.check == nil || now.Sub(e.idleSince) <= p.cfg.CheckAfter {
@@ -384,6 +484,7 @@ func (p *Pool[C]) dial(ctx context.Context, ks *keyState[C], dial func(context.C
 	c, err := dial(ctx)
 	done = true
 	if err != nil {
+		p.dialFailed(ks, err)
 		p.freeSlot(ks)
 		return nil, err
 	}
@@ -397,6 +498,28 @@ func (p *Pool[C]) dial(ctx context.Context, ks *keyState[C], dial func(context.C
 		return nil, ErrClosed
 	}
 	return &Lease[C]{p: p, e: e}, nil
+}
+
+// dialFailed closes every idle conn of ks when err says the server refused
+// the credential: they logged in with what it now refuses.
+func (p *Pool[C]) dialFailed(ks *keyState[C], err error) {
+	if p.refused == nil || !p.refused(err) {
+		return
+	}
+	p.mu.Lock()
+	var gone []*entry[C]
+	for e := ks.idle.front(); e != nil; e = ks.idle.front() {
+		p.unidleLocked(e)
+		gone = append(gone, e)
+	}
+	p.mu.Unlock()
+	if len(gone) > 0 {
+		p.log.Debug("login refused: closing the key's idle connections", "key", shortKey(ks.key), "n", len(gone))
+	}
+	for _, e := range gone {
+		p.discarded.Add(1)
+		p.closeEntry(e)
+	}
 }
 
 // giveBack returns a slot or conn that a Get for ks was granted after its ctx
@@ -484,6 +607,7 @@ func (p *Pool[C]) Stats() Stats {
 	s.Discarded = p.discarded.Load()
 	s.Evicted = p.evicted.Load()
 	s.Expired = p.expired.Load()
+	s.Revalidated = p.revalidated.Load()
 	s.WaitedTotal = p.waited.Load()
 	s.BusyErrors = p.busy.Load()
 	return s
@@ -494,7 +618,8 @@ func (p *Pool[C]) Stats() Stats {
 // the connections still closing are closed under it and Close returns an
 // error wrapping ctx.Err()). Waiting and later Gets get ErrClosed; leased
 // connections are closed when their lease ends, without a graceful close.
-// It stops the janitor. A second call waits for the first to finish.
+// It stops the janitor and cancels its renewals in progress (their new
+// connections are closed). A second call waits for the first to finish.
 func (p *Pool[C]) Close(ctx context.Context) error {
 	p.mu.Lock()
 	if p.closed {
@@ -521,6 +646,13 @@ func (p *Pool[C]) Close(ctx context.Context) error {
 
 	close(p.stop)
 	<-p.janitorDone
+	p.cancel()
+	renewed := make(chan struct{})
+	go func() { p.renewals.Wait(); close(renewed) }()
+	select {
+	case <-renewed:
+	case <-ctx.Done(): // a dial that ignores its ctx: its conn is closed when it returns
+	}
 
 	if p.graceful == nil {
 		for _, e := range idle {
@@ -551,7 +683,8 @@ func (p *Pool[C]) Close(ctx context.Context) error {
 	}
 }
 
-// janitor closes idle conns past IdleTimeout or MaxLifetime until Close.
+// janitor closes idle conns past IdleTimeout or MaxLifetime, and renews
+// those whose login nears Revalidate, until Close.
 func (p *Pool[C]) janitor(every time.Duration) {
 	defer close(p.janitorDone)
 	t := time.NewTicker(every)
@@ -569,13 +702,18 @@ func (p *Pool[C]) janitor(every time.Duration) {
 func (p *Pool[C]) sweep() {
 	defer p.recoverPanic("janitor")
 	now := time.Now()
-	var dead []*entry[C]
+	var dead, old []*entry[C]
 	p.mu.Lock()
 	for e := p.idle.front(); e != nil; {
 		next := e.links[0].next
-		if p.stale(e, now) {
+		switch {
+		case p.stale(e, now):
 			p.unidleLocked(e)
 			dead = append(dead, e)
+		case p.renewable(e, now):
+			p.unidleLocked(e)
+			old = append(old, e)
+			p.renewals.Add(1) // before Close can wait: it waits for the janitor first
 		}
 		e = next
 	}
@@ -585,6 +723,60 @@ func (p *Pool[C]) sweep() {
 		p.log.Debug("closing expired idle connection", "key", shortKey(e.ks.key))
 		p.closeEntry(e)
 	}
+	for _, e := range old {
+		go p.renew(e)
+	}
+}
+
+// renewable reports whether the janitor should renew idle entry e now: its
+// login would be older than Revalidate by the next sweep, give or take half a
+// tick for a late sweep and the dial's time, and it will not expire for
+// idleness before then anyway.
+func (p *Pool[C]) renewable(e *entry[C], now time.Time) bool {
+	return p.cfg.Revalidate > 0 && e.ks.dial != nil &&
+		now.Sub(e.created) >= p.cfg.Revalidate-p.tick*3/2 &&
+		now.Sub(e.idleSince)+p.tick < p.cfg.IdleTimeout
+}
+
+// renew replaces idle entry e, taken out of the idle lists by sweep, with a
+// fresh dial for its key, in the same slot: the old conn is closed first, so
+// that the server never sees more than the bounds. A refused login closes
+// the key's other idle conns too (dialFailed).
+func (p *Pool[C]) renew(e *entry[C]) {
+	defer p.renewals.Done()
+	ks := e.ks
+	p.mu.Lock()
+	dial := ks.dial
+	p.mu.Unlock()
+	p.revalidated.Add(1)
+	p.closeConn(e)
+	done := false
+	defer func() {
+		if !done { // dial panicked (recovered below)
+			p.freeSlot(ks)
+		}
+	}()
+	defer p.recoverPanic("renewing a connection")
+	c, err := dial(p.ctx)
+	done = true
+	if err != nil {
+		p.log.Debug("renewing an idle connection failed", "key", shortKey(ks.key), "err", err)
+		p.dialFailed(ks, err)
+		p.freeSlot(ks)
+		return
+	}
+	p.opened.Add(1)
+	// It keeps the old conn's idle time: a renewal is not a use.
+	fresh := &entry[C]{conn: c, ks: ks, created: time.Now(), idleSince: e.idleSince}
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		p.closeEntry(fresh)
+		return
+	}
+	p.pushIdleLocked(fresh)
+	p.dispatchLocked()
+	p.mu.Unlock()
 }
 
 // stale reports whether idle entry e is past IdleTimeout or MaxLifetime.
@@ -621,23 +813,32 @@ func (p *Pool[C]) freeSlot(ks *keyState[C]) {
 
 func (p *Pool[C]) freeSlotLocked(ks *keyState[C]) {
 	ks.count--
+	ks.g.count--
 	p.total--
 	p.dropIfUnusedLocked(ks)
 }
 
 func (p *Pool[C]) dropIfUnusedLocked(ks *keyState[C]) {
-	if ks.count == 0 && ks.waiting == 0 {
+	if ks.count != 0 || ks.waiting != 0 {
+		return
+	}
+	if p.keys[ks.key] == ks {
 		delete(p.keys, ks.key)
+	}
+	if g := ks.g; g.count == 0 && g.waiting == 0 && p.groups[g.name] == g {
+		delete(p.groups, g.name)
 	}
 }
 
 func (p *Pool[C]) pushIdleLocked(e *entry[C]) {
 	p.idle.pushBack(e)
+	e.ks.g.idle.pushBack(e)
 	e.ks.idle.pushBack(e)
 }
 
 func (p *Pool[C]) unidleLocked(e *entry[C]) {
 	p.idle.remove(e)
+	e.ks.g.idle.remove(e)
 	e.ks.idle.remove(e)
 }
 
@@ -652,6 +853,7 @@ func (p *Pool[C]) enqueueLocked(w *waiter[C]) {
 	p.wTail = w
 	p.nWait++
 	w.ks.waiting++
+	w.ks.g.waiting++
 }
 
 func (p *Pool[C]) dequeueLocked(w *waiter[C]) {
@@ -668,6 +870,7 @@ func (p *Pool[C]) dequeueLocked(w *waiter[C]) {
 	w.prev, w.next, w.queued = nil, nil, false
 	p.nWait--
 	w.ks.waiting--
+	w.ks.g.waiting--
 	p.dropIfUnusedLocked(w.ks)
 }
 

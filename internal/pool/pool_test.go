@@ -17,6 +17,7 @@ import (
 type fakeConn struct {
 	id       int
 	key      string
+	group    string
 	tr       *tracker
 	closes   atomic.Int32
 	leased   atomic.Int32 // leases holding it now (stress test)
@@ -31,7 +32,7 @@ func (c *fakeConn) Close() error {
 		c.closedAt.Store(time.Now().UnixNano())
 		c.tr.mu.Lock()
 		c.tr.open--
-		c.tr.openPer[c.key]--
+		c.tr.openPer[c.group]--
 		c.tr.mu.Unlock()
 	}
 	return nil
@@ -39,12 +40,13 @@ func (c *fakeConn) Close() error {
 
 func (c *fakeConn) isClosed() bool { return c.closes.Load() > 0 }
 
-// tracker dials fakeConns and counts how many are open, now and at most.
+// tracker dials fakeConns and counts how many are open, now and at most, in
+// all and per group.
 type tracker struct {
 	mu      sync.Mutex
 	all     []*fakeConn
 	open    int
-	openPer map[string]int
+	openPer map[string]int // by group
 	maxOpen int
 	maxPer  int
 	onClose func(*fakeConn) // set before use
@@ -54,19 +56,25 @@ func newTracker() *tracker { return &tracker{openPer: map[string]int{}} }
 
 var errDial = errors.New("dial failed: authentication failed")
 
+// dialer dials conns for key, in a group of its own (K(key)).
 func (tr *tracker) dialer(key string) func(context.Context) (*fakeConn, error) {
+	return tr.dialerIn(key, key)
+}
+
+// dialerIn dials conns for Key{group, key}.
+func (tr *tracker) dialerIn(group, key string) func(context.Context) (*fakeConn, error) {
 	return func(ctx context.Context) (*fakeConn, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
-		c := &fakeConn{id: len(tr.all) + 1, key: key, tr: tr}
+		c := &fakeConn{id: len(tr.all) + 1, key: key, group: group, tr: tr}
 		tr.all = append(tr.all, c)
 		tr.open++
-		tr.openPer[key]++
+		tr.openPer[group]++
 		tr.maxOpen = max(tr.maxOpen, tr.open)
-		tr.maxPer = max(tr.maxPer, tr.openPer[key])
+		tr.maxPer = max(tr.maxPer, tr.openPer[group])
 		return c, nil
 	}
 }
@@ -108,6 +116,9 @@ func assertUnlocked(t *testing.T, p *Pool[*fakeConn], what string) {
 	p.mu.Unlock()
 }
 
+// K is the key of conns for s, in a group of its own.
+func K(s string) Key { return Key{Conn: s} }
+
 func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
@@ -116,7 +127,7 @@ func ctxTimeout(t *testing.T, d time.Duration) context.Context {
 
 func mustGet(t *testing.T, p *Pool[*fakeConn], key string, dial func(context.Context) (*fakeConn, error)) *Lease[*fakeConn] {
 	t.Helper()
-	l, err := p.Get(ctxTimeout(t, 5*time.Second), key, dial)
+	l, err := p.Get(ctxTimeout(t, 5*time.Second), K(key), dial)
 	if err != nil {
 		t.Fatalf("Get(%s): %v", key, err)
 	}
@@ -129,7 +140,7 @@ type result struct {
 	err error
 }
 
-func getAsync(ctx context.Context, p *Pool[*fakeConn], key string, dial func(context.Context) (*fakeConn, error)) <-chan result {
+func getAsync(ctx context.Context, p *Pool[*fakeConn], key Key, dial func(context.Context) (*fakeConn, error)) <-chan result {
 	ch := make(chan result, 1)
 	go func() {
 		l, err := p.Get(ctx, key, dial)
@@ -214,12 +225,12 @@ func TestMostRecentlyUsedFirst(t *testing.T) {
 
 func TestPerKeyBound(t *testing.T) {
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxTotal: 10, MaxPerKey: 4}, nil)
+	p := newPool(t, tr, Config{MaxTotal: 10, MaxPerGroup: 4}, nil)
 	var held []*Lease[*fakeConn]
 	for range 4 {
 		held = append(held, mustGet(t, p, "A", tr.dialer("A")))
 	}
-	fifth := getAsync(ctxTimeout(t, 5*time.Second), p, "A", tr.dialer("A"))
+	fifth := getAsync(ctxTimeout(t, 5*time.Second), p, K("A"), tr.dialer("A"))
 	waitFor(t, "the 5th Get of A to wait", waiting(p, 1))
 	select {
 	case r := <-fifth:
@@ -228,7 +239,7 @@ func TestPerKeyBound(t *testing.T) {
 	}
 
 	// Another key is not starved by A.
-	lb, err := p.Get(ctxTimeout(t, 100*time.Millisecond), "B", tr.dialer("B"))
+	lb, err := p.Get(ctxTimeout(t, 100*time.Millisecond), K("B"), tr.dialer("B"))
 	if err != nil {
 		t.Fatalf("Get(B) while A is at its bound: %v", err)
 	}
@@ -249,7 +260,7 @@ func TestPerKeyBound(t *testing.T) {
 
 func TestTotalBoundEvictsLRUIdleOfAnotherKey(t *testing.T) {
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxTotal: 3, MaxPerKey: 2}, nil)
+	p := newPool(t, tr, Config{MaxTotal: 3, MaxPerGroup: 2}, nil)
 	la := mustGet(t, p, "A", tr.dialer("A"))
 	lb := mustGet(t, p, "B", tr.dialer("B"))
 	lc := mustGet(t, p, "C", tr.dialer("C"))
@@ -269,7 +280,7 @@ func TestTotalBoundEvictsLRUIdleOfAnotherKey(t *testing.T) {
 	}
 
 	// Nothing idle: a Get for a new key waits and gets ErrBusy.
-	if _, err := p.Get(ctxTimeout(t, 20*time.Millisecond), "F", tr.dialer("F")); !errors.Is(err, ErrBusy) {
+	if _, err := p.Get(ctxTimeout(t, 20*time.Millisecond), K("F"), tr.dialer("F")); !errors.Is(err, ErrBusy) {
 		t.Fatalf("Get(F) with all conns in use: err = %v, want ErrBusy", err)
 	}
 	if open, maxOpen, _, _ := tr.snapshot(); open != 3 || maxOpen != 3 {
@@ -285,12 +296,12 @@ func TestTotalBoundEvictsLRUIdleOfAnotherKey(t *testing.T) {
 // more users than it holds).
 func TestFullPoolKeyWithConnWaitsForItsOwn(t *testing.T) {
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxTotal: 2, MaxPerKey: 2}, nil)
+	p := newPool(t, tr, Config{MaxTotal: 2, MaxPerGroup: 2}, nil)
 	la := mustGet(t, p, "A", tr.dialer("A"))
 	lb := mustGet(t, p, "B", tr.dialer("B"))
 	lb.Release() // B idle, A leased, pool full
 
-	a2 := getAsync(ctxTimeout(t, 5*time.Second), p, "A", tr.dialer("A"))
+	a2 := getAsync(ctxTimeout(t, 5*time.Second), p, K("A"), tr.dialer("A"))
 	waitFor(t, "the second Get(A) to wait", waiting(p, 1))
 	if lb.Conn().isClosed() {
 		t.Fatal("B's idle conn was evicted for a key that already holds a conn")
@@ -318,12 +329,12 @@ func TestFullPoolKeyWithConnWaitsForItsOwn(t *testing.T) {
 
 func TestWaiterOnTotalWokenBySlotOfAnotherKey(t *testing.T) {
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxTotal: 2, MaxPerKey: 2}, nil)
+	p := newPool(t, tr, Config{MaxTotal: 2, MaxPerGroup: 2}, nil)
 	la := mustGet(t, p, "A", tr.dialer("A"))
 	lb := mustGet(t, p, "B", tr.dialer("B"))
 
 	// A slot freed by a Discard of another key wakes C.
-	c := getAsync(ctxTimeout(t, 5*time.Second), p, "C", tr.dialer("C"))
+	c := getAsync(ctxTimeout(t, 5*time.Second), p, K("C"), tr.dialer("C"))
 	waitFor(t, "C to wait", waiting(p, 1))
 	la.Discard()
 	rc := receive(t, c)
@@ -332,7 +343,7 @@ func TestWaiterOnTotalWokenBySlotOfAnotherKey(t *testing.T) {
 	}
 
 	// An idle conn released by another key wakes D, which evicts it.
-	d := getAsync(ctxTimeout(t, 5*time.Second), p, "D", tr.dialer("D"))
+	d := getAsync(ctxTimeout(t, 5*time.Second), p, K("D"), tr.dialer("D"))
 	waitFor(t, "D to wait", waiting(p, 1))
 	lb.Release()
 	rd := receive(t, d)
@@ -352,13 +363,13 @@ func TestWaiterOnTotalWokenBySlotOfAnotherKey(t *testing.T) {
 
 func TestWaitersServedInOrder(t *testing.T) {
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxPerKey: 1}, nil)
+	p := newPool(t, tr, Config{MaxPerGroup: 1}, nil)
 	first := mustGet(t, p, "A", tr.dialer("A"))
 	order := make(chan int, 3)
 	var wg sync.WaitGroup
 	for i := 1; i <= 3; i++ {
 		wg.Go(func() {
-			l, err := p.Get(ctxTimeout(t, 5*time.Second), "A", tr.dialer("A"))
+			l, err := p.Get(ctxTimeout(t, 5*time.Second), K("A"), tr.dialer("A"))
 			if err != nil {
 				t.Error(err)
 				return
@@ -391,7 +402,7 @@ func TestDeadlineWhileWaitingIsErrBusy(t *testing.T) {
 
 	const deadline = 100 * time.Millisecond
 	start := time.Now()
-	_, err := p.Get(ctxTimeout(t, deadline), "A", tr.dialer("A"))
+	_, err := p.Get(ctxTimeout(t, deadline), K("A"), tr.dialer("A"))
 	elapsed := time.Since(start)
 	if !errors.Is(err, ErrBusy) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err = %v, want ErrBusy wrapping context.DeadlineExceeded", err)
@@ -406,11 +417,11 @@ func TestDeadlineWhileWaitingIsErrBusy(t *testing.T) {
 	// Cancellation is the caller going away, not the server being busy.
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(20*time.Millisecond, cancel)
-	if _, err := p.Get(ctx, "B", tr.dialer("B")); err != context.Canceled {
+	if _, err := p.Get(ctx, K("B"), tr.dialer("B")); err != context.Canceled {
 		t.Fatalf("cancelled wait: err = %v, want context.Canceled", err)
 	}
 	// A context already done does not even wait.
-	if _, err := p.Get(ctx, "B", tr.dialer("B")); err != context.Canceled {
+	if _, err := p.Get(ctx, K("B"), tr.dialer("B")); err != context.Canceled {
 		t.Fatalf("Get with a done ctx: %v", err)
 	}
 	if s := p.Stats(); s.BusyErrors != 1 || s.WaitedTotal != 2 || s.Waiting != 0 {
@@ -426,10 +437,10 @@ func TestDeadlineWhileWaitingIsErrBusy(t *testing.T) {
 
 func TestFailedDialLeavesNothing(t *testing.T) {
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxTotal: 4, MaxPerKey: 1}, nil)
+	p := newPool(t, tr, Config{MaxTotal: 4, MaxPerGroup: 1}, nil)
 	mustGet(t, p, "A", tr.dialer("A")).Release()
 	before := p.Stats()
-	_, err := p.Get(ctxTimeout(t, time.Second), "B", failDial)
+	_, err := p.Get(ctxTimeout(t, time.Second), K("B"), failDial)
 	if err != errDial {
 		t.Fatalf("err = %v, want the dial error as it is", err)
 	}
@@ -447,9 +458,9 @@ func TestFailedDialLeavesNothing(t *testing.T) {
 	// when it fails: a waiter then gets it.
 	release := make(chan struct{})
 	slowFail := func(context.Context) (*fakeConn, error) { <-release; return nil, errDial }
-	first := getAsync(ctxTimeout(t, 5*time.Second), p, "B", slowFail)
+	first := getAsync(ctxTimeout(t, 5*time.Second), p, K("B"), slowFail)
 	waitFor(t, "the dial to start", func() bool { return p.Stats().InUse == 1 })
-	second := getAsync(ctxTimeout(t, 5*time.Second), p, "B", tr.dialer("B"))
+	second := getAsync(ctxTimeout(t, 5*time.Second), p, K("B"), tr.dialer("B"))
 	waitFor(t, "the second Get to wait for the dialling slot", waiting(p, 1))
 	close(release)
 	if r := receive(t, first); r.err != errDial {
@@ -573,7 +584,7 @@ func TestMaxLifetime(t *testing.T) {
 
 func TestDiscardCloses(t *testing.T) {
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxPerKey: 1}, nil)
+	p := newPool(t, tr, Config{MaxPerGroup: 1}, nil)
 	l := mustGet(t, p, "A", tr.dialer("A"))
 	l.Discard()
 	l.Release() // ignored: the first call counts
@@ -585,7 +596,7 @@ func TestDiscardCloses(t *testing.T) {
 		t.Errorf("stats = %+v", s)
 	}
 	// The slot is free again.
-	l2, err := p.Get(ctxTimeout(t, 50*time.Millisecond), "A", tr.dialer("A"))
+	l2, err := p.Get(ctxTimeout(t, 50*time.Millisecond), K("A"), tr.dialer("A"))
 	if err != nil || l2.Conn() == l.Conn() {
 		t.Fatalf("Get after Discard: %v", err)
 	}
@@ -597,15 +608,15 @@ func TestDiscardCloses(t *testing.T) {
 }
 
 func TestConnClosePanicIsContained(t *testing.T) {
-	p := New[*panicConn](Config{MaxPerKey: 1}, nil, nil)
+	p := New[*panicConn](Config{MaxPerGroup: 1}, nil, nil)
 	defer p.Close(context.Background())
 	dial := func(context.Context) (*panicConn, error) { return &panicConn{}, nil }
-	l, err := p.Get(context.Background(), "A", dial)
+	l, err := p.Get(context.Background(), K("A"), dial)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Discard() // must not panic, and must free the slot
-	if _, err := p.Get(ctxTimeout(t, 50*time.Millisecond), "A", dial); err != nil {
+	if _, err := p.Get(ctxTimeout(t, 50*time.Millisecond), K("A"), dial); err != nil {
 		t.Fatalf("slot not freed after Close panicked: %v", err)
 	}
 }
@@ -616,7 +627,7 @@ func (*panicConn) Close() error { panic("boom") }
 
 func TestPanicInDialOrCheckFreesSlot(t *testing.T) {
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxPerKey: 1, CheckAfter: -1}, func(context.Context, *fakeConn) error { panic("check boom") })
+	p := newPool(t, tr, Config{MaxPerGroup: 1, CheckAfter: -1}, func(context.Context, *fakeConn) error { panic("check boom") })
 	mustPanic := func(f func()) {
 		t.Helper()
 		defer func() {
@@ -627,11 +638,11 @@ func TestPanicInDialOrCheckFreesSlot(t *testing.T) {
 		f()
 	}
 	mustPanic(func() {
-		p.Get(context.Background(), "A", func(context.Context) (*fakeConn, error) { panic("dial boom") })
+		p.Get(context.Background(), K("A"), func(context.Context) (*fakeConn, error) { panic("dial boom") })
 	})
 	l := mustGet(t, p, "A", tr.dialer("A"))
 	l.Release()
-	mustPanic(func() { p.Get(context.Background(), "A", tr.dialer("A")) })
+	mustPanic(func() { p.Get(context.Background(), K("A"), tr.dialer("A")) })
 	if !l.Conn().isClosed() {
 		t.Error("conn whose check panicked was not closed")
 	}
@@ -659,7 +670,7 @@ func TestReleaseAfterCloseCloses(t *testing.T) {
 	if !l.Conn().isClosed() {
 		t.Fatal("Release after Close did not close the conn")
 	}
-	if _, err := p.Get(context.Background(), "A", tr.dialer("A")); err != ErrClosed {
+	if _, err := p.Get(context.Background(), K("A"), tr.dialer("A")); err != ErrClosed {
 		t.Fatalf("Get after Close: %v", err)
 	}
 	if s := p.Stats(); s.InUse != 0 || s.Idle != 0 {
@@ -670,7 +681,7 @@ func TestReleaseAfterCloseCloses(t *testing.T) {
 func TestCloseIsGraceful(t *testing.T) {
 	tr := newTracker()
 	var graceful sync.Map // conn id -> true
-	p := newPool(t, tr, Config{MaxPerKey: 1}, nil, WithGracefulClose(func(ctx context.Context, c *fakeConn) {
+	p := newPool(t, tr, Config{MaxPerGroup: 1}, nil, WithGracefulClose(func(ctx context.Context, c *fakeConn) {
 		time.Sleep(20 * time.Millisecond) // LOGOUT round trip
 		if c.isClosed() {
 			t.Errorf("conn %d closed before its graceful close ended", c.id)
@@ -682,7 +693,7 @@ func TestCloseIsGraceful(t *testing.T) {
 	lc := mustGet(t, p, "C", tr.dialer("C"))
 	lb.Release()
 	lc.Release()
-	waiter := getAsync(context.Background(), p, "A", tr.dialer("A"))
+	waiter := getAsync(context.Background(), p, K("A"), tr.dialer("A"))
 	waitFor(t, "the waiter", waiting(p, 1))
 
 	if err := p.Close(ctxTimeout(t, 5*time.Second)); err != nil {
@@ -696,7 +707,7 @@ func TestCloseIsGraceful(t *testing.T) {
 	if r := receive(t, waiter); r.err != ErrClosed {
 		t.Errorf("waiter: %v, want ErrClosed", r.err)
 	}
-	if _, err := p.Get(context.Background(), "D", tr.dialer("D")); err != ErrClosed {
+	if _, err := p.Get(context.Background(), K("D"), tr.dialer("D")); err != ErrClosed {
 		t.Errorf("Get after Close: %v", err)
 	}
 	if err := p.Close(context.Background()); err != nil {
@@ -735,11 +746,11 @@ func TestCloseBoundedByCtx(t *testing.T) {
 func TestNoGoroutineLeak(t *testing.T) {
 	before := runtime.NumGoroutine()
 	tr := newTracker()
-	p := newPool(t, tr, Config{MaxTotal: 2, MaxPerKey: 1}, nil, WithGracefulClose(func(context.Context, *fakeConn) {}))
+	p := newPool(t, tr, Config{MaxTotal: 2, MaxPerGroup: 1}, nil, WithGracefulClose(func(context.Context, *fakeConn) {}))
 	a := mustGet(t, p, "A", tr.dialer("A"))
 	mustGet(t, p, "B", tr.dialer("B")).Release()
-	_, _ = p.Get(ctxTimeout(t, 10*time.Millisecond), "A", tr.dialer("A")) // ErrBusy
-	w := getAsync(context.Background(), p, "A", tr.dialer("A"))
+	_, _ = p.Get(ctxTimeout(t, 10*time.Millisecond), K("A"), tr.dialer("A")) // ErrBusy
+	w := getAsync(context.Background(), p, K("A"), tr.dialer("A"))
 	waitFor(t, "the waiter", waiting(p, 1))
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -758,11 +769,12 @@ func TestNoGoroutineLeak(t *testing.T) {
 func TestStress(t *testing.T) {
 	setJanitorTick(t, 2*time.Millisecond)
 	const (
-		goroutines = 64
-		gets       = 200
-		keys       = 16
-		maxTotal   = 10
-		maxPerKey  = 4
+		goroutines  = 64
+		gets        = 200
+		keys        = 16
+		groups      = 6 // keys share groups: the bound is per group
+		maxTotal    = 10
+		maxPerGroup = 4
 	)
 	tr := newTracker()
 	var p *Pool[*fakeConn]
@@ -778,16 +790,17 @@ func TestStress(t *testing.T) {
 	}
 	p = newPool(t, tr, Config{
 		MaxTotal:    maxTotal,
-		MaxPerKey:   maxPerKey,
+		MaxPerGroup: maxPerGroup,
 		IdleTimeout: 5 * time.Millisecond,
-		MaxLifetime: 3 * time.Millisecond,
+		MaxLifetime: 4 * time.Millisecond,
 		CheckAfter:  time.Millisecond,
+		Revalidate:  3 * time.Millisecond,
 	}, func(ctx context.Context, c *fakeConn) error {
 		// The lease does not exist yet while checking: mark it here.
 		c.leased.Add(1)
 		defer c.leased.Add(-1)
 		return check(ctx, c)
-	})
+	}, WithRefused[*fakeConn](func(err error) bool { return errors.Is(err, errDial) }))
 
 	var ok, busy, dialFailed atomic.Int64
 	var wg sync.WaitGroup
@@ -795,18 +808,19 @@ func TestStress(t *testing.T) {
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(uint64(g), 42))
 			for range gets {
-				key := fmt.Sprintf("key-%02d", rng.IntN(keys))
+				k := rng.IntN(keys)
+				key, group := fmt.Sprintf("key-%02d", k), fmt.Sprintf("group-%d", k%groups)
 				timeout := 10 * time.Second
 				if rng.IntN(20) == 0 {
 					timeout = time.Duration(rng.IntN(500)) * time.Microsecond // gives up while waiting
 				}
-				dial := tr.dialer(key)
+				dial := tr.dialerIn(group, key)
 				if rng.IntN(20) == 0 {
 					dial = failDial
 				}
 				slow := time.Duration(rng.IntN(200)) * time.Microsecond
 				ctx, cancel := context.WithTimeout(context.Background(), timeout)
-				l, err := p.Get(ctx, key, func(ctx context.Context) (*fakeConn, error) {
+				l, err := p.Get(ctx, Key{Group: group, Conn: key}, func(ctx context.Context) (*fakeConn, error) {
 					time.Sleep(slow)
 					return dial(ctx)
 				})
@@ -849,17 +863,18 @@ func TestStress(t *testing.T) {
 	wg.Wait()
 	s := p.Stats()
 	t.Logf("%d leases, %d gave up, %d failed dials; %+v", ok.Load(), busy.Load(), dialFailed.Load(), s)
-	if s.Waiting != 0 || s.InUse != 0 {
+	if s.Waiting != 0 {
 		t.Errorf("after all leases ended: %+v", s)
 	}
-	waitFor(t, "the janitor to close the idle conns", func() bool { return p.Stats().Idle == 0 })
+	// Only the janitor's renewals may still hold a slot, briefly.
+	waitFor(t, "the janitor to close the idle conns", func() bool { s := p.Stats(); return s.Idle == 0 && s.InUse == 0 })
 	if err := p.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
 	open, maxOpen, maxPer, all := tr.snapshot()
-	if maxOpen > maxTotal || maxPer > maxPerKey {
-		t.Errorf("at most %d conns open (bound %d), %d for one key (bound %d)", maxOpen, maxTotal, maxPer, maxPerKey)
+	if maxOpen > maxTotal || maxPer > maxPerGroup {
+		t.Errorf("at most %d conns open (bound %d), %d for one group (bound %d)", maxOpen, maxTotal, maxPer, maxPerGroup)
 	}
 	if open != 0 {
 		t.Errorf("%d conns still open after Close", open)
@@ -873,14 +888,14 @@ func TestStress(t *testing.T) {
 	if s.Opened != uint64(len(all)) || s.Idle != 0 || s.InUse != 0 || s.Waiting != 0 {
 		t.Errorf("after Close: %d conns dialled, stats %+v", len(all), s)
 	}
-	if s.Reused == 0 || s.WaitedTotal == 0 || s.Evicted == 0 || s.Discarded == 0 || s.Expired == 0 {
+	if s.Reused == 0 || s.WaitedTotal == 0 || s.Evicted == 0 || s.Discarded == 0 || s.Expired == 0 || s.Revalidated == 0 {
 		t.Errorf("stress test did not exercise every path: %+v", s)
 	}
 	p.mu.Lock()
-	total, nkeys := p.total, len(p.keys)
+	total, nkeys, ngroups := p.total, len(p.keys), len(p.groups)
 	p.mu.Unlock()
-	if total != 0 || nkeys != 0 {
-		t.Errorf("pool books after Close: total %d, %d keys", total, nkeys)
+	if total != 0 || nkeys != 0 || ngroups != 0 {
+		t.Errorf("pool books after Close: total %d, %d keys, %d groups", total, nkeys, ngroups)
 	}
 }
 
@@ -891,13 +906,13 @@ func (nopConn) Close() error { return nil }
 
 func BenchmarkGetRelease(b *testing.B) {
 	const keys = 16
-	p := New[nopConn](Config{MaxTotal: 4 * keys, MaxPerKey: 4}, func(context.Context, nopConn) error { return nil }, nil)
+	p := New[nopConn](Config{MaxTotal: 4 * keys, MaxPerGroup: 4}, func(context.Context, nopConn) error { return nil }, nil)
 	defer p.Close(context.Background())
 	dial := func(context.Context) (nopConn, error) { return nopConn{}, nil }
 	names := make([]string, keys)
 	for i := range names {
 		names[i] = fmt.Sprintf("%064x", i) // like a hex HMAC key
-		l, err := p.Get(context.Background(), names[i], dial)
+		l, err := p.Get(context.Background(), K(names[i]), dial)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -910,7 +925,7 @@ func BenchmarkGetRelease(b *testing.B) {
 		key := names[next.Add(1)%keys]
 		ctx := context.Background()
 		for pb.Next() {
-			l, err := p.Get(ctx, key, dial)
+			l, err := p.Get(ctx, K(key), dial)
 			if err != nil {
 				b.Error(err)
 				return

@@ -20,6 +20,7 @@ type Record struct {
 	tool    string
 	outcome string
 	user    string
+	cause   string
 }
 
 // New makes a Record with the given id, or a random one if id is empty.
@@ -76,6 +77,27 @@ func (r *Record) SetUser(u string) {
 	r.mu.Lock()
 	r.user = u
 	r.mu.Unlock()
+}
+
+// SetCause records the class of a connection failure (mailerr.Cause:
+// dial_refused, tls, timeout, auth...), so the request's info-level line
+// says why the mail server was unavailable. "" leaves it unchanged.
+func (r *Record) SetCause(c string) {
+	if r == nil || c == "" {
+		return
+	}
+	r.mu.Lock()
+	if r.cause == "" {
+		r.cause = c
+	}
+	r.mu.Unlock()
+}
+
+// Cause returns the recorded failure class, or "".
+func (r *Record) Cause() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.cause
 }
 
 // Fields returns tool, outcome and user.

@@ -2,8 +2,6 @@ package submission
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -38,40 +36,34 @@ func (p phase) String() string {
 // without an answer.
 const mayHaveBeenSent = "; the whole message had been transmitted, so it may have been sent: check before sending it again"
 
-func contextError(ctx context.Context, p phase) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return timeoutError(context.Cause(ctx), p)
-	}
-	msg := "the request was cancelled; nothing was sent"
-	if p == phaseDataEnd {
-		msg = "the request was cancelled" + mayHaveBeenSent
-	}
-	return mailerr.Wrap(mailerr.Timeout, context.Cause(ctx), msg)
+// contextError is the error for ctx ending while step of phase p was under
+// way.
+func contextError(ctx context.Context, p phase, step string) error {
+	return sentOrNot(mailerr.TimedOut(ctx, step), p)
 }
 
-func timeoutError(err error, p phase) error {
-	msg := "the mail server did not answer in time; nothing was sent"
+// timeoutError is the error for a socket deadline (go-smtp's own) passing
+// while step of phase p was under way.
+func timeoutError(err error, p phase, step string) error {
+	return sentOrNot(&mailerr.Error{Kind: mailerr.Timeout, Err: err, Step: step,
+		Msg: "the mail server did not answer in time while " + step}, p)
+}
+
+// sentOrNot completes a timeout's message with whether the message may have
+// gone out.
+func sentOrNot(e *mailerr.Error, p phase) *mailerr.Error {
 	if p == phaseDataEnd {
-		msg = "the mail server did not answer in time" + mayHaveBeenSent
+		e.Msg += mayHaveBeenSent
+	} else {
+		e.Msg += "; nothing was sent"
 	}
-	return mailerr.Wrap(mailerr.Timeout, err, msg)
+	return e
 }
 
 // isTimeout reports a socket deadline (go-smtp sets its own per command).
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
-}
-
-func dialError(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return contextError(ctx, phaseConnect)
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return mailerr.Wrap(mailerr.Unavailable, err, "the mail server's host name could not be resolved")
-	}
-	return mailerr.Wrap(mailerr.Unavailable, err, "the mail server could not be reached; try again later")
 }
 
 // classify turns an error of phase p into a *mailerr.Error. subject is the
@@ -84,9 +76,6 @@ func classify(p phase, err error, subject string) error {
 	var se *smtp.SMTPError
 	if errors.As(err, &se) {
 		return serverError(p, se, subject)
-	}
-	if msg := tlsProblem(err); msg != "" {
-		return mailerr.Wrap(mailerr.Unavailable, err, msg)
 	}
 	if p == phaseDataEnd {
 		return mailerr.Wrap(mailerr.Unavailable, err, "the connection to the mail server broke before it confirmed the message"+mayHaveBeenSent)
@@ -219,33 +208,6 @@ func printable(s string, max int) string {
 		out += "..."
 	}
 	return out
-}
-
-// tlsProblem returns a user message for a TLS failure, or "".
-func tlsProblem(err error) string {
-	var (
-		unknownCA x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		invalid   x509.CertificateInvalidError
-		verify    *tls.CertificateVerificationError
-		record    tls.RecordHeaderError
-		alert     tls.AlertError
-	)
-	switch {
-	case errors.As(err, &unknownCA):
-		return "the mail server's TLS certificate is not signed by a trusted authority (a private CA must be configured as MAIL_CA_FILE)"
-	case errors.As(err, &hostname):
-		return "the mail server's TLS certificate is not valid for its host name"
-	case errors.As(err, &invalid):
-		return "the mail server's TLS certificate is not valid (expired or not for this use)"
-	case errors.As(err, &verify):
-		return "the mail server's TLS certificate could not be verified"
-	case errors.As(err, &record):
-		return "the mail server does not speak TLS on this port; check the SMTP security setting (tls for port 465, starttls for 587)"
-	case errors.As(err, &alert):
-		return "the TLS handshake with the mail server failed (no common protocol version or cipher)"
-	}
-	return ""
 }
 
 // isNetError reports a broken or closed connection.

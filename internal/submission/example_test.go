@@ -13,11 +13,12 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
 // Compose a message with mailmsg and send it as alice through the demo
 // server, which speaks plain SMTP on loopback (hence AllowPlaintextAuth; a
-// real server would use submission.StartTLS or submission.TLS). One
+// real server would use transport.StartTLS or transport.TLS). One
 // recipient does not exist: the others still get the message.
 func ExampleClient_Send() {
 	srv, err := demo.Start(context.Background(), demo.Options{})
@@ -31,7 +32,7 @@ func ExampleClient_Send() {
 	c := submission.New(submission.Config{
 		Host:               host,
 		Port:               port,
-		Security:           submission.Plain,
+		Security:           transport.Plain,
 		AllowPlaintextAuth: true,
 	}, nil)
 

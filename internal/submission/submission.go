@@ -12,11 +12,9 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"strconv"
 	"strings"
 	"time"
 
@@ -26,16 +24,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
-)
-
-// Security says how the SMTP connection is protected. The values are those
-// of config.Security and mailbox.Security.
-type Security string
-
-const (
-	TLS      Security = "tls"      // implicit TLS from the first byte (port 465)
-	StartTLS Security = "starttls" // plain connect, STARTTLS required before AUTH (port 587)
-	Plain    Security = "plain"    // no TLS at all: local development only
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
 // DefaultTimeout bounds one Send when Config.Timeout is zero.
@@ -43,9 +32,12 @@ const DefaultTimeout = 60 * time.Second
 
 // Config says how to reach the submission server.
 type Config struct {
-	Host     string
-	Port     int
-	Security Security
+	Host string
+	Port int
+	// Security is transport.TLS (implicit, port 465), transport.StartTLS
+	// (required before AUTH, port 587) or transport.Plain (local
+	// development only).
+	Security transport.Security
 	// TLS is the client TLS configuration; ServerName is set from Host when
 	// empty.
 	TLS *tls.Config
@@ -65,22 +57,9 @@ type Config struct {
 	Guard *guard.Guard
 }
 
-func (c Config) addr() string { return net.JoinHostPort(c.Host, strconv.Itoa(c.Port)) }
-
-func (c Config) tlsConfig() *tls.Config {
-	var t *tls.Config
-	if c.TLS != nil {
-		t = c.TLS.Clone()
-	} else {
-		t = &tls.Config{MinVersion: tls.VersionTLS12}
-	}
-	if t.ServerName == "" {
-		t.ServerName = c.Host
-	}
-	if t.NextProtos == nil && c.Security == TLS {
-		t.NextProtos = []string{"smtp"}
-	}
-	return t
+func (c Config) endpoint() transport.Endpoint {
+	return transport.Endpoint{Host: c.Host, Port: c.Port, Security: c.Security, TLS: c.TLS,
+		ALPN: "smtp", Server: "the SMTP server"}
 }
 
 // Client sends mail for many users: each Send is one SMTP session of its
@@ -163,11 +142,11 @@ func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from s
 	defer cancel()
 	start := time.Now()
 	// In back-off the mail server is not contacted at all.
-	attempt, err := c.cfg.Guard.BeginLogin(ctx, creds.User)
+	attempt, err := c.cfg.Guard.BeginLogin(ctx, creds)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cfg: c.cfg, ctx: ctx}
+	s := &session{cfg: c.cfg, ep: c.cfg.endpoint(), ctx: ctx}
 	res, reply, err := s.send(creds, from, rcpts, msg, size)
 	switch {
 	case s.phase > phaseAuth:
@@ -177,9 +156,9 @@ func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from s
 	default:
 		attempt.Abandoned()
 	}
-	log := c.log.With("user", creds, "server", c.cfg.addr(), "ms", time.Since(start).Milliseconds())
+	log := c.log.With("user", creds, "server", s.ep.Addr(), "ms", time.Since(start).Milliseconds())
 	if err != nil {
-		log.DebugContext(ctx, "submission failed", "stage", s.phase.String(), "err", err)
+		log.DebugContext(ctx, "submission failed", "stage", s.phase.String(), "cause", mailerr.Cause(err), "err", err)
 		return nil, err
 	}
 	log.InfoContext(ctx, "message submitted", "bytes", s.sent, "accepted", len(res.Accepted),
@@ -189,8 +168,8 @@ func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from s
 
 func (c *Client) checkConfig() error {
 	switch c.cfg.Security {
-	case TLS, StartTLS:
-	case Plain:
+	case transport.TLS, transport.StartTLS:
+	case transport.Plain:
 		if !c.cfg.AllowPlaintextAuth {
 			return mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted SMTP without allowing plain-text logins")
 		}
@@ -250,24 +229,38 @@ func normaliseRecipients(rcpts []string) ([]string, error) {
 // session is one Send's SMTP conversation.
 type session struct {
 	cfg   Config
+	ep    transport.Endpoint
 	ctx   context.Context
 	phase phase
-	sent  int64 // message bytes written
+	// greeted, when set, says whether the server has said anything; until
+	// it has, a STARTTLS that times out was still connecting.
+	greeted func() bool
+	sent    int64 // message bytes written
 }
 
 // send runs the conversation. go-smtp takes no context: the connection is
 // closed when ctx ends, which ends whatever go-smtp is waiting for.
 func (s *session) send(creds credentials.Credentials, from string, rcpts []string, msg io.Reader, size int64) (*Result, string, error) {
-	d := net.Dialer{KeepAlive: 30 * time.Second}
-	raw, err := d.DialContext(s.ctx, "tcp", s.cfg.addr())
+	s.phase = phaseConnect
+	conn, err := transport.Dial(s.ctx, s.ep)
 	if err != nil {
-		return nil, "", dialError(s.ctx, err)
+		var me *mailerr.Error
+		if errors.As(err, &me) && me.Kind == mailerr.Timeout {
+			return nil, "", sentOrNot(me, s.phase)
+		}
+		return nil, "", err
+	}
+	// Closing the TCP connection under TLS breaks any read or write at
+	// once; tls.Conn.Close would first try to send an alert.
+	raw := conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		raw = tc.NetConn()
 	}
 	defer raw.Close()
 	stop := context.AfterFunc(s.ctx, func() { raw.Close() })
 	defer stop()
 
-	sc, err := s.connect(raw)
+	sc, err := s.connect(conn)
 	if err != nil {
 		return nil, "", err
 	}
@@ -284,29 +277,23 @@ func (s *session) send(creds credentials.Credentials, from string, rcpts []strin
 	return res, reply, nil
 }
 
-// connect does the TLS handshake or STARTTLS and EHLO, and checks that the
-// connection is encrypted unless plain text is allowed.
-func (s *session) connect(raw net.Conn) (*smtp.Client, error) {
-	s.phase = phaseConnect
-	tlsConf := s.cfg.tlsConfig()
+// connect does STARTTLS (the TLS handshake of implicit TLS is done by
+// transport.Dial) and EHLO, and checks that the connection is encrypted
+// unless plain text is allowed.
+func (s *session) connect(conn net.Conn) (*smtp.Client, error) {
 	var sc *smtp.Client
-	switch s.cfg.Security {
-	case TLS:
-		tc := tls.Client(raw, tlsConf)
-		if err := tc.HandshakeContext(s.ctx); err != nil {
-			return nil, s.fail(fmt.Errorf("TLS handshake: %w", err), "")
-		}
-		sc = smtp.NewClient(tc)
-	case StartTLS:
+	if s.cfg.Security == transport.StartTLS {
 		// go-smtp's only STARTTLS entry point: greeting, EHLO localhost,
 		// STARTTLS, or an error when the server does not offer it. The
 		// handshake itself happens at the EHLO below.
+		w := transport.Watch(conn)
+		s.greeted = w.Answered
 		var err error
-		if sc, err = smtp.NewClientStartTLS(raw, tlsConf); err != nil {
+		if sc, err = smtp.NewClientStartTLS(w, s.ep.ClientTLS()); err != nil {
 			return nil, s.startTLSError(err)
 		}
-	default:
-		sc = smtp.NewClient(raw)
+	} else {
+		sc = smtp.NewClient(conn)
 	}
 	// go-smtp puts these deadlines on the socket per command. The context
 	// (which ends at Timeout at the latest) should be what ends a Send:
@@ -426,13 +413,39 @@ func (s *session) fail(err error, subject string) error {
 	var se *smtp.SMTPError
 	if !errors.As(err, &se) {
 		if s.ctx.Err() != nil {
-			return contextError(s.ctx, s.phase)
+			return contextError(s.ctx, s.phase, s.step())
 		}
 		if isTimeout(err) {
-			return timeoutError(err, s.phase)
+			return timeoutError(err, s.phase, s.step())
+		}
+		// A TLS failure can only be the handshake (after STARTTLS): later,
+		// a broken connection must keep the "may have been sent" warning.
+		if s.phase == phaseConnect {
+			if me := s.ep.Classify(s.ctx, s.step(), err); me != nil {
+				return me
+			}
 		}
 	}
 	return classify(s.phase, err, subject)
+}
+
+// step is what the session is doing, for a timeout to name.
+func (s *session) step() string {
+	switch s.phase {
+	case phaseConnect:
+		if s.greeted != nil && s.greeted() {
+			return s.ep.TLSStep() // STARTTLS, and the handshake at the EHLO after it
+		}
+		return s.ep.ConnectStep()
+	case phaseAuth:
+		return "logging in to the SMTP server"
+	case phaseMail, phaseRcpt:
+		return "sending the envelope"
+	case phaseData:
+		return "sending the message"
+	default:
+		return "waiting for the SMTP server to confirm the message"
+	}
 }
 
 // failPolitely is fail, saying QUIT first when the server answered (the

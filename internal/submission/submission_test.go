@@ -21,6 +21,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
 func TestMain(m *testing.M) { mailtest.Main(m) }
@@ -74,15 +75,15 @@ func wantKind(t *testing.T, err error, kind mailerr.Kind, contains ...string) {
 
 // --- against Postfix from the shared mail stack ---
 
-func stackClient(t *testing.T, st *mailtest.Stack, sec submission.Security) *submission.Client {
+func stackClient(t *testing.T, st *mailtest.Stack, sec transport.Security) *submission.Client {
 	t.Helper()
 	cfg := submission.Config{Host: st.Host, Security: sec, TLS: st.TLSConfig(), Timeout: 30 * time.Second}
 	switch sec {
-	case submission.StartTLS:
+	case transport.StartTLS:
 		cfg.Port = st.SubmissionPort
 		// ServerName from Host: the stack's certificate covers 127.0.0.1.
 		cfg.TLS.ServerName = ""
-	case submission.TLS:
+	case transport.TLS:
 		cfg.Port = st.SubmissionsPort // ServerName "localhost" from TLSConfig
 	}
 	return submission.New(cfg, nil)
@@ -99,7 +100,7 @@ func inboxCount(t *testing.T, st *mailtest.Stack, user string) int {
 
 func TestPostfixSend(t *testing.T) {
 	st := mailtest.Shared(t)
-	for _, sec := range []submission.Security{submission.StartTLS, submission.TLS} {
+	for _, sec := range []transport.Security{transport.StartTLS, transport.TLS} {
 		t.Run(string(sec), func(t *testing.T) {
 			c := stackClient(t, st, sec)
 			before := inboxCount(t, st, bob)
@@ -130,7 +131,7 @@ func TestPostfixSend(t *testing.T) {
 func TestPostfixWrongPassword(t *testing.T) {
 	st := mailtest.Shared(t)
 	const secret = "not-alices-password"
-	for _, sec := range []submission.Security{submission.StartTLS, submission.TLS} {
+	for _, sec := range []transport.Security{transport.StartTLS, transport.TLS} {
 		t.Run(string(sec), func(t *testing.T) {
 			c := stackClient(t, st, sec)
 			_, err := c.Send(context.Background(), credentials.New(mailtest.Alice, secret), mailtest.Alice, []string{bob}, message(t, mailtest.Alice, bob))
@@ -144,7 +145,7 @@ func TestPostfixWrongPassword(t *testing.T) {
 
 func TestPostfixUnknownRecipient(t *testing.T) {
 	st := mailtest.Shared(t)
-	c := stackClient(t, st, submission.StartTLS)
+	c := stackClient(t, st, transport.StartTLS)
 	_, err := c.Send(context.Background(), alice, mailtest.Alice, []string{"nobody@example.test"}, message(t, mailtest.Alice, "nobody@example.test"))
 	wantKind(t, err, mailerr.Permanent, "nobody@example.test", "550 5.1.1", "nothing was sent")
 	t.Logf("message: %s", mailerr.Message(err))
@@ -152,7 +153,7 @@ func TestPostfixUnknownRecipient(t *testing.T) {
 
 func TestPostfixSomeRecipientsRejected(t *testing.T) {
 	st := mailtest.Shared(t)
-	c := stackClient(t, st, submission.TLS)
+	c := stackClient(t, st, transport.TLS)
 	before := inboxCount(t, st, bob)
 	rcpts := []string{"nobody@example.test", bob}
 	res, err := c.Send(context.Background(), alice, mailtest.Alice, rcpts, message(t, mailtest.Alice, rcpts...))
@@ -173,10 +174,10 @@ func TestPostfixSomeRecipientsRejected(t *testing.T) {
 
 func TestPostfixUntrustedCertificate(t *testing.T) {
 	st := mailtest.Shared(t)
-	for _, sec := range []submission.Security{submission.StartTLS, submission.TLS} {
+	for _, sec := range []transport.Security{transport.StartTLS, transport.TLS} {
 		t.Run(string(sec), func(t *testing.T) {
 			port := st.SubmissionPort
-			if sec == submission.TLS {
+			if sec == transport.TLS {
 				port = st.SubmissionsPort
 			}
 			// System roots only: the stack's self-signed certificate fails.
@@ -191,7 +192,7 @@ func TestPostfixWrongHostName(t *testing.T) {
 	st := mailtest.Shared(t)
 	tc := st.TLSConfig()
 	tc.ServerName = "smtp.elsewhere.example"
-	c := submission.New(submission.Config{Host: st.Host, Port: st.SubmissionsPort, Security: submission.TLS, TLS: tc}, nil)
+	c := submission.New(submission.Config{Host: st.Host, Port: st.SubmissionsPort, Security: transport.TLS, TLS: tc}, nil)
 	_, err := c.Send(context.Background(), alice, mailtest.Alice, []string{bob}, message(t, mailtest.Alice, bob))
 	wantKind(t, err, mailerr.Unavailable, "not valid for its host name")
 }
@@ -261,11 +262,11 @@ func startFake(t *testing.T, opts ...fakeOpts) *fakeServer {
 	return fs
 }
 
-func (fs *fakeServer) config(sec submission.Security) submission.Config {
+func (fs *fakeServer) config(sec transport.Security) submission.Config {
 	host, port, _ := net.SplitHostPort(fs.Addr)
 	var p int
 	fmt.Sscan(port, &p)
-	return submission.Config{Host: host, Port: p, Security: sec, AllowPlaintextAuth: sec == submission.Plain, Timeout: 10 * time.Second}
+	return submission.Config{Host: host, Port: p, Security: sec, AllowPlaintextAuth: sec == transport.Plain, Timeout: 10 * time.Second}
 }
 
 func (fs *fakeServer) snapshot() (conns int, auths, rcpts []string, mails []smtp.MailOptions, data [][]byte) {
@@ -370,7 +371,7 @@ func (s *fakeSession) Logout() error { return nil }
 
 func TestFakeSend(t *testing.T) {
 	fs := startFake(t)
-	c := submission.New(fs.config(submission.Plain), nil)
+	c := submission.New(fs.config(transport.Plain), nil)
 	msg := message(t, mailtest.Alice, "x@fake.test")
 	want, _ := io.ReadAll(msg)
 	msg.Seek(0, io.SeekStart)
@@ -398,7 +399,7 @@ func TestFakeSend(t *testing.T) {
 
 func TestFakeLoginFallback(t *testing.T) {
 	fs := startFake(t, func(fs *fakeServer, _ *smtp.Server) { fs.mechs = []string{"CRAM-MD5", sasl.Login} })
-	c := submission.New(fs.config(submission.Plain), nil)
+	c := submission.New(fs.config(transport.Plain), nil)
 	if _, err := c.Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, message(t, mailtest.Alice, "x@fake.test")); err != nil {
 		t.Fatal(err)
 	}
@@ -413,7 +414,7 @@ func TestFakeLoginFallback(t *testing.T) {
 
 func TestFakeNoUsableMechanism(t *testing.T) {
 	fs := startFake(t, func(fs *fakeServer, _ *smtp.Server) { fs.mechs = []string{"CRAM-MD5"} })
-	c := submission.New(fs.config(submission.Plain), nil)
+	c := submission.New(fs.config(transport.Plain), nil)
 	_, err := c.Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, message(t, mailtest.Alice, "x@fake.test"))
 	wantKind(t, err, mailerr.Unavailable, "PLAIN or LOGIN", "CRAM-MD5")
 }
@@ -466,7 +467,7 @@ func TestFakeServerAnswers(t *testing.T) {
 			if rcpts == nil {
 				rcpts = []string{"x@fake.test"}
 			}
-			c := submission.New(fs.config(submission.Plain), nil)
+			c := submission.New(fs.config(transport.Plain), nil)
 			res, err := c.Send(context.Background(), alice, mailtest.Alice, rcpts, message(t, mailtest.Alice, rcpts...))
 			if res != nil {
 				t.Errorf("result %+v with an error", res)
@@ -478,7 +479,7 @@ func TestFakeServerAnswers(t *testing.T) {
 
 func TestFakeSizeLimitBeforeSending(t *testing.T) {
 	fs := startFake(t, func(_ *fakeServer, srv *smtp.Server) { srv.MaxMessageBytes = 100 })
-	c := submission.New(fs.config(submission.Plain), nil)
+	c := submission.New(fs.config(transport.Plain), nil)
 	_, err := c.Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, message(t, mailtest.Alice, "x@fake.test"))
 	wantKind(t, err, mailerr.TooLarge, "at most 100")
 	if _, _, _, mails, _ := fs.snapshot(); len(mails) != 0 {
@@ -488,7 +489,7 @@ func TestFakeSizeLimitBeforeSending(t *testing.T) {
 
 func TestPlainRefusedWithoutPermission(t *testing.T) {
 	fs := startFake(t)
-	cfg := fs.config(submission.Plain)
+	cfg := fs.config(transport.Plain)
 	cfg.AllowPlaintextAuth = false
 	_, err := submission.New(cfg, nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, message(t, mailtest.Alice, "x@fake.test"))
 	wantKind(t, err, mailerr.Internal, "unencrypted")
@@ -500,7 +501,7 @@ func TestPlainRefusedWithoutPermission(t *testing.T) {
 func TestStartTLSNotOffered(t *testing.T) {
 	fs := startFake(t) // no TLSConfig: no STARTTLS
 	for _, allow := range []bool{false, true} {
-		cfg := fs.config(submission.StartTLS)
+		cfg := fs.config(transport.StartTLS)
 		cfg.AllowPlaintextAuth = allow // never a reason to fall back
 		_, err := submission.New(cfg, nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, message(t, mailtest.Alice, "x@fake.test"))
 		wantKind(t, err, mailerr.Unavailable, "does not offer STARTTLS")
@@ -512,7 +513,7 @@ func TestStartTLSNotOffered(t *testing.T) {
 
 func TestImplicitTLSAgainstPlainServer(t *testing.T) {
 	fs := startFake(t)
-	_, err := submission.New(fs.config(submission.TLS), nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, message(t, mailtest.Alice, "x@fake.test"))
+	_, err := submission.New(fs.config(transport.TLS), nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, message(t, mailtest.Alice, "x@fake.test"))
 	wantKind(t, err, mailerr.Unavailable, "does not speak TLS")
 	if _, auths, _, _, _ := fs.snapshot(); len(auths) != 0 {
 		t.Errorf("AUTH %q", auths)
@@ -521,7 +522,7 @@ func TestImplicitTLSAgainstPlainServer(t *testing.T) {
 
 func TestBadInput(t *testing.T) {
 	fs := startFake(t)
-	c := submission.New(fs.config(submission.Plain), nil)
+	c := submission.New(fs.config(transport.Plain), nil)
 	tests := []struct {
 		name  string
 		creds credentials.Credentials
@@ -553,7 +554,7 @@ func TestBadConfig(t *testing.T) {
 	for _, cfg := range []submission.Config{
 		{Host: "127.0.0.1", Port: 25},
 		{Host: "127.0.0.1", Port: 25, Security: "ssl"},
-		{Port: 25, Security: submission.TLS},
+		{Port: 25, Security: transport.TLS},
 	} {
 		_, err := submission.New(cfg, nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, strings.NewReader("x"))
 		wantKind(t, err, mailerr.Internal)
@@ -596,16 +597,32 @@ func silentListener(t *testing.T) (host string, port int) {
 	return a.IP.String(), a.Port
 }
 
+// wantStep checks the step a timeout names, in the error and its message.
+func wantStep(t *testing.T, err error, step string) {
+	t.Helper()
+	if got := mailerr.StepOf(err); got != step {
+		t.Errorf("step %q, want %q", got, step)
+	}
+	if !strings.Contains(mailerr.Message(err), "while "+step) {
+		t.Errorf("message %q does not name the step %q", mailerr.Message(err), step)
+	}
+}
+
 func TestSilentServerTimesOut(t *testing.T) {
 	host, port := silentListener(t)
 	const timeout = time.Second
-	for _, sec := range []submission.Security{submission.StartTLS, submission.TLS, submission.Plain} {
+	for sec, step := range map[transport.Security]string{
+		transport.StartTLS: "connecting to the SMTP server", // no greeting yet
+		transport.TLS:      "starting TLS with the SMTP server",
+		transport.Plain:    "connecting to the SMTP server",
+	} {
 		t.Run(string(sec), func(t *testing.T) {
 			c := submission.New(submission.Config{Host: host, Port: port, Security: sec, AllowPlaintextAuth: true, Timeout: timeout}, nil)
 			start := time.Now()
 			_, err := c.Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, strings.NewReader("x"))
 			took := time.Since(start)
 			wantKind(t, err, mailerr.Timeout, "the mail server did not answer in time", "nothing was sent")
+			wantStep(t, err, step)
 			if took < timeout || took > timeout+time.Second {
 				t.Errorf("took %v, want about %v", took, timeout)
 			}
@@ -613,9 +630,60 @@ func TestSilentServerTimesOut(t *testing.T) {
 	}
 }
 
+// A server that greets and then stops answering times out at the step it
+// stopped at.
+func TestServerStopsAnsweringNamesTheStep(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	// Greets, answers EHLO (offering STARTTLS when the client's name says
+	// so), then reads and never answers again.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				c.Write([]byte("220 fake ESMTP\r\n"))
+				buf := make([]byte, 512)
+				n, _ := c.Read(buf)
+				if strings.HasPrefix(string(buf[:n]), "EHLO") {
+					c.Write([]byte("250-fake\r\n250-STARTTLS\r\n250 AUTH PLAIN\r\n"))
+				}
+				for {
+					if _, err := c.Read(buf); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	for sec, step := range map[transport.Security]string{
+		transport.StartTLS: "starting TLS with the SMTP server",
+		transport.Plain:    "logging in to the SMTP server",
+	} {
+		t.Run(string(sec), func(t *testing.T) {
+			c := submission.New(submission.Config{Host: "127.0.0.1", Port: port, Security: sec, AllowPlaintextAuth: true, Timeout: 500 * time.Millisecond}, nil)
+			_, err := c.Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, strings.NewReader("x"))
+			wantKind(t, err, mailerr.Timeout, "did not answer in time", "nothing was sent")
+			wantStep(t, err, step)
+		})
+	}
+}
+
 func TestCallerContextBoundsSend(t *testing.T) {
 	host, port := silentListener(t)
-	c := submission.New(submission.Config{Host: host, Port: port, Security: submission.StartTLS, Timeout: time.Minute}, nil)
+	c := submission.New(submission.Config{Host: host, Port: port, Security: transport.StartTLS, Timeout: time.Minute}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
@@ -628,15 +696,17 @@ func TestCallerContextBoundsSend(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel)
 	_, err = c.Send(ctx, alice, mailtest.Alice, []string{"x@fake.test"}, strings.NewReader("x"))
-	wantKind(t, err, mailerr.Timeout, "cancelled")
+	wantKind(t, err, mailerr.Timeout, "cancelled", "nothing was sent")
+	wantStep(t, err, "connecting to the SMTP server")
 }
 
 func TestNoAnswerAfterData(t *testing.T) {
 	fs := startFake(t, func(fs *fakeServer, _ *smtp.Server) { fs.dataHang = make(chan struct{}) })
-	cfg := fs.config(submission.Plain)
+	cfg := fs.config(transport.Plain)
 	cfg.Timeout = time.Second
 	_, err := submission.New(cfg, nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, message(t, mailtest.Alice, "x@fake.test"))
 	wantKind(t, err, mailerr.Timeout, "did not answer in time", "may have been sent")
+	wantStep(t, err, "waiting for the SMTP server to confirm the message")
 }
 
 type failingReader struct{ n int }
@@ -651,7 +721,7 @@ func (f *failingReader) Read(p []byte) (int, error) {
 
 func TestMessageReadError(t *testing.T) {
 	fs := startFake(t)
-	_, err := submission.New(fs.config(submission.Plain), nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, &failingReader{n: 3})
+	_, err := submission.New(fs.config(transport.Plain), nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, &failingReader{n: 3})
 	wantKind(t, err, mailerr.Internal, "nothing was sent")
 	time.Sleep(50 * time.Millisecond)
 	if _, _, _, _, data := fs.snapshot(); len(data) != 0 {
@@ -666,11 +736,11 @@ func TestUnreachable(t *testing.T) {
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
-	c := submission.New(submission.Config{Host: "127.0.0.1", Port: port, Security: submission.TLS}, nil)
+	c := submission.New(submission.Config{Host: "127.0.0.1", Port: port, Security: transport.TLS}, nil)
 	_, err = c.Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, strings.NewReader("x"))
 	wantKind(t, err, mailerr.Unavailable, "could not be reached")
 
-	c = submission.New(submission.Config{Host: "no-such-host.invalid", Port: 465, Security: submission.TLS}, nil)
+	c = submission.New(submission.Config{Host: "no-such-host.invalid", Port: 465, Security: transport.TLS}, nil)
 	_, err = c.Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, strings.NewReader("x"))
 	wantKind(t, err, mailerr.Unavailable)
 }
@@ -686,7 +756,7 @@ func TestDemoServer(t *testing.T) {
 	host, port, _ := net.SplitHostPort(srv.SMTPAddr)
 	var p int
 	fmt.Sscan(port, &p)
-	cfg := submission.Config{Host: host, Port: p, Security: submission.Plain, AllowPlaintextAuth: true}
+	cfg := submission.Config{Host: host, Port: p, Security: transport.Plain, AllowPlaintextAuth: true}
 	creds := credentials.New(demo.AliceAddress, demo.AlicePassword)
 	rcpts := []string{demo.BobAddress, "nobody@demo.test"}
 	res, err := submission.New(cfg, nil).Send(context.Background(), creds, demo.AliceAddress, rcpts, message(t, demo.AliceAddress, rcpts...))

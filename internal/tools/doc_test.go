@@ -2,16 +2,22 @@ package tools_test
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/app"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 )
 
 // docs/tools.md is generated from the tool definitions; it must not be stale.
 func TestToolsDocUpToDate(t *testing.T) {
-	want := tools.Markdown(tools.DocTools())
+	want, err := app.ToolsDoc(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	got, err := os.ReadFile("../../docs/tools.md")
 	if err != nil {
 		t.Fatal(err)
@@ -25,7 +31,7 @@ func TestToolsDocUpToDate(t *testing.T) {
 // arguments and an example result.
 func TestToolsDocCoversEveryTool(t *testing.T) {
 	ts := tools.DocTools()
-	doc := string(tools.Markdown(ts))
+	doc := string(tools.Markdown(ts, nil))
 	names := map[string]bool{}
 	for _, tl := range ts {
 		names[tl.Def.Name] = true
@@ -38,12 +44,18 @@ func TestToolsDocCoversEveryTool(t *testing.T) {
 		if j := strings.Index(section, "\n## "); j >= 0 {
 			section = section[:j]
 		}
-		for _, want := range []string{"### Arguments", "### Result", "```json", "readOnlyHint="} {
+		for _, want := range []string{"### Arguments", "### Result", "readOnlyHint="} {
 			if !strings.Contains(section, want) {
 				t.Errorf("%s: section lacks %q", tl.Def.Name, want)
 			}
 		}
-		for arg := range tl.Def.InputSchema.Properties {
+		var in struct {
+			Properties map[string]any `json:"properties"`
+		}
+		if err := json.Unmarshal(tl.Def.RawInputSchema, &in); err != nil {
+			t.Fatal(err)
+		}
+		for arg := range in.Properties {
 			if !strings.Contains(section, "| `"+arg+"` |") {
 				t.Errorf("%s: argument %s not documented", tl.Def.Name, arg)
 			}

@@ -15,14 +15,16 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/pool"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
 // fuzzDeps are Deps whose mail servers refuse every connection at once
 // (a closed port): argument decoding and validation run for real, and the
 // rare input that gets as far as the network fails fast.
-func fuzzDeps(f *testing.F) Deps {
+func fuzzDeps(f *testing.F) *Deps {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		f.Fatal(err)
@@ -31,11 +33,11 @@ func fuzzDeps(f *testing.F) Deps {
 	ln.Close()
 	log := slog.New(slog.DiscardHandler)
 	sealer, _ := credentials.NewSealer(bytes.Repeat([]byte{9}, credentials.KeyLength))
-	mb := mailbox.New(mailbox.Config{Host: "127.0.0.1", Port: port, Security: mailbox.TLS, Timeout: time.Second},
-		pool.Config{MaxTotal: 2, MaxPerKey: 1}, log)
+	mb := mailbox.New(mailbox.Config{Host: "127.0.0.1", Port: port, Security: transport.TLS, Timeout: time.Second},
+		pool.Config{MaxTotal: 2, MaxPerGroup: 1}, log)
 	f.Cleanup(func() { mb.Close(context.Background()) })
-	sub := submission.New(submission.Config{Host: "127.0.0.1", Port: port, Security: submission.TLS, Timeout: time.Second}, log)
-	return Deps{Sealer: sealer, Mailbox: mb, Log: log, SMTPEnabled: true, Submission: sub,
+	sub := submission.New(submission.Config{Host: "127.0.0.1", Port: port, Security: transport.TLS, Timeout: time.Second}, log)
+	return &Deps{Sealer: sealer, Mailbox: mb, Log: log, Outbox: outbox.New(outbox.Config{}, mb, sub, log),
 		Guard: guard.New(guard.Config{RatePerMinute: 1e9, Burst: 1e6, FailuresPerUser: 1e6}), MaxRequestBytes: 1 << 20}
 }
 

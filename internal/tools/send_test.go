@@ -17,13 +17,21 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/pool"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
+// testSubmission sends through the demo server's SMTP.
+func testSubmission(srv *demo.Server) *submission.Client {
+	sh, sp, _ := net.SplitHostPort(srv.SMTPAddr)
+	sport, _ := strconv.Atoi(sp)
+	return submission.New(submission.Config{Host: sh, Port: sport, Security: transport.Plain, AllowPlaintextAuth: true}, nil)
+}
+
 // demoDeps are tools Deps against the in-process demo mail server.
-func demoDeps(t *testing.T) (Deps, *demo.Server) {
+func demoDeps(t *testing.T) (*Deps, *demo.Server) {
 	t.Helper()
 	srv, err := demo.Start(context.Background(), demo.Options{})
 	if err != nil {
@@ -31,21 +39,19 @@ func demoDeps(t *testing.T) (Deps, *demo.Server) {
 	}
 	t.Cleanup(func() { srv.Close() })
 	ih, ip, _ := net.SplitHostPort(srv.IMAPAddr)
-	sh, sp, _ := net.SplitHostPort(srv.SMTPAddr)
 	iport, _ := strconv.Atoi(ip)
-	sport, _ := strconv.Atoi(sp)
 	log := slog.New(slog.DiscardHandler)
-	mb := mailbox.New(mailbox.Config{Host: ih, Port: iport, Security: mailbox.Plain, AllowPlaintextAuth: true, Timeout: 20 * time.Second},
-		pool.Config{MaxTotal: 8, MaxPerKey: 4}, log)
+	mb := mailbox.New(mailbox.Config{Host: ih, Port: iport, Security: transport.Plain, AllowPlaintextAuth: true, Timeout: 20 * time.Second},
+		pool.Config{MaxTotal: 8, MaxPerGroup: 4}, log)
 	t.Cleanup(func() { mb.Close(context.Background()) })
 	sealer, err := credentials.NewSealer(make([]byte, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Deps{
-		Sealer: sealer, Mailbox: mb, Log: log, SMTPEnabled: true,
-		Submission:      submission.New(submission.Config{Host: sh, Port: sport, Security: submission.Plain, AllowPlaintextAuth: true}, log),
-		MaxRecipients:   5,
+	sub := testSubmission(srv)
+	return &Deps{
+		Sealer: sealer, Mailbox: mb, Log: log,
+		Outbox:          outbox.New(outbox.Config{MaxRecipients: 5}, mb, sub, log),
 		MaxRequestBytes: 1 << 20,
 	}, srv
 }
@@ -86,7 +92,7 @@ func decodeSend(t *testing.T, res *mcp.CallToolResult) SendResult {
 	return out
 }
 
-func total(t *testing.T, d Deps, u demo.User, folder string) uint32 {
+func total(t *testing.T, d *Deps, u demo.User, folder string) uint32 {
 	t.Helper()
 	p, err := d.Mailbox.ListEmails(context.Background(), credentials.New(u.Address, u.Password), mailbox.ListOptions{Folder: folder, Limit: 1})
 	if err != nil {
@@ -96,7 +102,7 @@ func total(t *testing.T, d Deps, u demo.User, folder string) uint32 {
 }
 
 // newest reads the newest message of a folder.
-func newest(t *testing.T, d Deps, u demo.User, folder string) *mailbox.Message {
+func newest(t *testing.T, d *Deps, u demo.User, folder string) *mailbox.Message {
 	t.Helper()
 	creds := credentials.New(u.Address, u.Password)
 	p, err := d.Mailbox.ListEmails(context.Background(), creds, mailbox.ListOptions{Folder: folder, Limit: 1})
@@ -110,49 +116,54 @@ func newest(t *testing.T, d Deps, u demo.User, folder string) *mailbox.Message {
 	return m
 }
 
+// tool returns the bound tool named name.
+func tool(t *testing.T, d *Deps, name string) Tool {
+	t.Helper()
+	for _, x := range All(d) {
+		if x.Def.Name == name {
+			return x
+		}
+	}
+	t.Fatalf("no tool %s", name)
+	return Tool{}
+}
+
 func TestSendToolDefinitions(t *testing.T) {
-	d := Deps{MaxRecipients: 7, MaxRequestBytes: 2 << 20}
-	for _, tool := range []Tool{SendEmail(d), ReplyEmail(d)} {
-		if err := checkAnnotations(tool.Def); err != nil {
+	log := slog.New(slog.DiscardHandler)
+	d := &Deps{MaxRequestBytes: 2 << 20, Outbox: outbox.New(outbox.Config{MaxRecipients: 7, MaxAttachmentBytes: 3 << 19}, nil, nil, log)}
+	for _, name := range []string{"smtp_send_email", "smtp_reply_email"} {
+		def := tool(t, d, name).Def
+		if err := checkContract(def); err != nil {
 			t.Fatal(err)
 		}
-		a := tool.Def.Annotations
+		a := def.Annotations
 		if *a.ReadOnlyHint || *a.DestructiveHint || *a.IdempotentHint || !*a.OpenWorldHint {
-			t.Errorf("%s annotations: readOnly=%v destructive=%v idempotent=%v openWorld=%v", tool.Def.Name,
+			t.Errorf("%s annotations: readOnly=%v destructive=%v idempotent=%v openWorld=%v", name,
 				*a.ReadOnlyHint, *a.DestructiveHint, *a.IdempotentHint, *a.OpenWorldHint)
 		}
 		// The cap is stated, consistent with the request limit: 3/4 of 2 MiB.
-		if !strings.Contains(tool.Def.Description, "At most 1.5 MiB (1572864 bytes) in total") ||
-			!strings.Contains(tool.Def.Description, "2 MiB") || !strings.Contains(tool.Def.Description, "MAX_REQUEST_BYTES") ||
-			!strings.Contains(tool.Def.Description, "at most 7") && !strings.Contains(tool.Def.Description, "At most 7") {
-			t.Errorf("%s description does not state the limits: %s", tool.Def.Name, tool.Def.Description)
+		if !strings.Contains(def.Description, "at most 1.5 MiB (1572864 bytes) in total") ||
+			!strings.Contains(def.Description, "2 MiB") || !strings.Contains(def.Description, "MAX_REQUEST_BYTES") ||
+			!strings.Contains(def.Description, "at most 7") && !strings.Contains(def.Description, "At most 7") {
+			t.Errorf("%s description does not state the limits: %s", name, def.Description)
 		}
-		schema, _ := json.Marshal(tool.Def.OutputSchema)
 		for _, field := range []string{"message_id", "accepted", "sent_copy", "rejected"} {
-			if !strings.Contains(string(schema), `"`+field+`"`) {
-				t.Errorf("%s output schema lacks %s: %s", tool.Def.Name, field, schema)
+			if !strings.Contains(string(def.RawOutputSchema), `"`+field+`"`) {
+				t.Errorf("%s output schema lacks %s: %s", name, field, def.RawOutputSchema)
 			}
 		}
 	}
-	if got := All(Deps{}); slices.ContainsFunc(got, func(t Tool) bool { return strings.HasPrefix(t.Def.Name, "smtp_") }) {
+	if got := All(&Deps{}); slices.ContainsFunc(got, func(t Tool) bool { return strings.HasPrefix(t.Def.Name, "smtp_") }) {
 		t.Error("smtp_ tools registered without SMTP")
-	}
-	got := All(Deps{SMTPEnabled: true, Submission: submission.New(submission.Config{}, nil)})
-	var names []string
-	for _, tool := range got {
-		names = append(names, tool.Def.Name)
-	}
-	if !slices.Contains(names, "smtp_send_email") || !slices.Contains(names, "smtp_reply_email") {
-		t.Errorf("with SMTP: %v", names)
 	}
 }
 
 // Every bad input is refused with a clear message and nothing is sent.
 func TestSendBadInput(t *testing.T) {
 	d, srv := demoDeps(t)
-	d.MaxAttachmentBytes = 1000
+	d.Outbox = outbox.New(outbox.Config{MaxRecipients: 5, MaxAttachmentBytes: 1000}, d.Mailbox, testSubmission(srv), slog.New(slog.DiscardHandler))
 	alice, bob := srv.Users[0], srv.Users[1]
-	send := SendEmail(d)
+	send := tool(t, d, "smtp_send_email")
 	before := total(t, d, bob, "INBOX")
 	b64 := func(n int) string { return base64.StdEncoding.EncodeToString(make([]byte, n)) }
 	base := func(mod func(map[string]any)) map[string]any {
@@ -183,14 +194,15 @@ func TestSendBadInput(t *testing.T) {
 		{"no body", base(func(a map[string]any) { a["text"] = "  " }), "text (or html) is required"},
 		{"oversized attachment", base(func(a map[string]any) {
 			a["attachments"] = []any{map[string]any{"filename": "a.bin", "content_base64": b64(600)}, map[string]any{"filename": "b.bin", "content_base64": b64(600)}}
-		}), "attachment 2 (b.bin): the attachments exceed the limit of 1000 bytes"},
+		}), "attachments[1] (b.bin): the attachments exceed the limit of 1000 bytes"},
 		{"bad base64", base(func(a map[string]any) {
 			a["attachments"] = []any{map[string]any{"filename": "x.pdf", "content_base64": "not*base64"}}
-		}), "attachment 1 (x.pdf): content_base64 is not valid base64"},
+		}), "attachments[0] (x.pdf): content_base64 must be base64"},
 		{"bad content type", base(func(a map[string]any) {
 			a["attachments"] = []any{map[string]any{"filename": "x", "content_type": "nonsense", "content_base64": b64(3)}}
 		}), "not a valid content type"},
-		{"wrong type", map[string]any{"to": "bob@demo.test", "text": "x"}, "invalid arguments"},
+		{"wrong type", map[string]any{"to": "bob@demo.test", "text": "x"}, `to must be a list (got "bob@demo.test")`},
+		{"unknown argument", base(func(a map[string]any) { a["body"] = "x" }), `unknown argument "body"; did you mean "text"?`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := call(t, send, alice, tc.args)
@@ -222,7 +234,7 @@ func TestSendAndReplyOnDemo(t *testing.T) {
 	alice, bob := srv.Users[0], srv.Users[1]
 	sentBefore := total(t, d, alice, demo.FolderSent)
 	pdf := []byte("%PDF-1.4\n\x00\x01\xff binary")
-	res := decodeSend(t, call(t, SendEmail(d), alice, map[string]any{
+	res := decodeSend(t, call(t, tool(t, d, "smtp_send_email"), alice, map[string]any{
 		"to": []any{"Bob <" + bob.Address + ">"}, "cc": []any{"nobody@elsewhere.example"}, "bcc": []any{"hidden@elsewhere.example"},
 		"subject": "Grüße aus Köln ✓", "text": "Hallo Bob", "html": "<p>Hallo <b>Bob</b></p>",
 		"attachments": []any{map[string]any{"filename": "bericht.pdf", "content_base64": base64.StdEncoding.EncodeToString(pdf)}},
@@ -247,7 +259,7 @@ func TestSendAndReplyOnDemo(t *testing.T) {
 	// bob replies to all: to alice, cc the other recipient, never himself.
 	p, _ := d.Mailbox.ListEmails(context.Background(), credentials.New(bob.Address, bob.Password), mailbox.ListOptions{Limit: 1})
 	uid := p.Messages[0].UID
-	rep := decodeSend(t, call(t, ReplyEmail(d), bob, map[string]any{"uid": uid, "text": "Danke!", "reply_all": true}))
+	rep := decodeSend(t, call(t, tool(t, d, "smtp_reply_email"), bob, map[string]any{"uid": uid, "text": "Danke!", "reply_all": true}))
 	if !slices.Equal(rep.To, []string{alice.Address}) || !slices.Equal(rep.Cc, []string{"nobody@elsewhere.example"}) ||
 		rep.Subject != "Re: Grüße aus Köln ✓" || rep.InReplyTo != res.MessageID ||
 		!slices.Equal(rep.References, []string{res.MessageID}) || rep.Original == nil || !rep.Original.Answered {
@@ -269,88 +281,21 @@ func TestSentFolderSetting(t *testing.T) {
 	alice, bob := srv.Users[0], srv.Users[1]
 	args := map[string]any{"to": []any{bob.Address}, "subject": "copy", "text": "x"}
 
-	d.SentFolder = demo.FolderArchive
+	d.Outbox = outbox.New(outbox.Config{SentFolder: demo.FolderArchive}, d.Mailbox, testSubmission(srv), slog.New(slog.DiscardHandler))
 	archived := total(t, d, alice, demo.FolderArchive)
-	res := decodeSend(t, call(t, SendEmail(d), alice, args))
+	res := decodeSend(t, call(t, tool(t, d, "smtp_send_email"), alice, args))
 	if !res.SentCopy.Saved || res.SentCopy.Folder != demo.FolderArchive || total(t, d, alice, demo.FolderArchive) != archived+1 {
 		t.Fatalf("SENT_FOLDER=Archive: %+v", res.SentCopy)
 	}
 
-	d.SentFolder = "none"
+	d.Outbox = outbox.New(outbox.Config{SentFolder: "none"}, d.Mailbox, testSubmission(srv), slog.New(slog.DiscardHandler))
 	sent := total(t, d, alice, demo.FolderSent)
-	res = decodeSend(t, call(t, SendEmail(d), alice, args))
+	res = decodeSend(t, call(t, tool(t, d, "smtp_send_email"), alice, args))
 	if res.SentCopy.Saved || !strings.Contains(res.SentCopy.Reason, "SENT_FOLDER=none") || total(t, d, alice, demo.FolderSent) != sent {
 		t.Fatalf("SENT_FOLDER=none: %+v", res.SentCopy)
 	}
-	if !strings.Contains(resultText(call(t, SendEmail(d), alice, args)), "No copy in the Sent folder") {
+	if !strings.Contains(resultText(call(t, tool(t, d, "smtp_send_email"), alice, args)), "No copy in the Sent folder") {
 		t.Error("the text result does not say that no copy was saved")
-	}
-}
-
-func TestReplyRecipients(t *testing.T) {
-	self := map[string]bool{"me@example.test": true}
-	a := func(s ...string) []mailbox.Address {
-		var out []mailbox.Address
-		for _, x := range s {
-			out = append(out, mailbox.Address{Email: x})
-		}
-		return out
-	}
-	emails := func(as []mailmsg.Address) []string {
-		var out []string
-		for _, x := range as {
-			out = append(out, x.Email)
-		}
-		return out
-	}
-	for _, tc := range []struct {
-		name       string
-		o          mailbox.Original
-		all        bool
-		extra      []mailmsg.Address
-		wantTo     []string
-		wantCc     []string
-		wantWarned bool
-	}{
-		{name: "from", o: mailbox.Original{From: a("x@example.test"), To: a("me@example.test", "y@example.test")},
-			wantTo: []string{"x@example.test"}},
-		{name: "reply-to wins", o: mailbox.Original{From: a("x@example.test"), ReplyTo: a("list@example.test")},
-			wantTo: []string{"list@example.test"}},
-		{name: "all, minus self, no duplicates", all: true, o: mailbox.Original{From: a("X@example.test"),
-			To: a("ME@example.test", "y@example.test", "x@EXAMPLE.test"), Cc: a("Y@example.test", "z@example.test")},
-			wantTo: []string{"X@example.test"}, wantCc: []string{"y@example.test", "z@example.test"}},
-		{name: "extra cc deduplicated", all: true, o: mailbox.Original{From: a("x@example.test"), Cc: a("z@example.test")},
-			extra:  []mailmsg.Address{{Email: "Z@example.test"}, {Email: "w@example.test"}},
-			wantTo: []string{"x@example.test"}, wantCc: []string{"z@example.test", "w@example.test"}},
-		{name: "own message answers its recipients", all: true, o: mailbox.Original{From: a("me@example.test"),
-			To: a("y@example.test"), Cc: a("z@example.test", "me@example.test")},
-			wantTo: []string{"y@example.test"}, wantCc: []string{"z@example.test"}},
-		{name: "invalid address skipped", all: true, o: mailbox.Original{From: a("x@example.test"), Cc: a("bad address@")},
-			wantTo: []string{"x@example.test"}, wantWarned: true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			to, cc, warn := replyRecipients(&tc.o, self, tc.all, tc.extra)
-			if !slices.Equal(emails(to), tc.wantTo) || !slices.Equal(emails(cc), tc.wantCc) || (len(warn) > 0) != tc.wantWarned {
-				t.Fatalf("to %v cc %v warnings %v; want %v %v", emails(to), emails(cc), warn, tc.wantTo, tc.wantCc)
-			}
-		})
-	}
-}
-
-func TestReplyReferences(t *testing.T) {
-	if got := replyReferences(&mailbox.Original{MessageID: "c@x", References: []string{"a@x", "b@x"}}); !slices.Equal(got, []string{"a@x", "b@x", "c@x"}) {
-		t.Errorf("got %v", got)
-	}
-	if got := replyReferences(&mailbox.Original{MessageID: "c@x", InReplyTo: []string{"b@x"}}); !slices.Equal(got, []string{"b@x", "c@x"}) {
-		t.Errorf("from In-Reply-To: %v", got)
-	}
-	var long []string
-	for i := range 30 {
-		long = append(long, strconv.Itoa(i)+"@x")
-	}
-	got := replyReferences(&mailbox.Original{MessageID: "last@x", References: long})
-	if len(got) != maxReferences || got[0] != "0@x" || got[len(got)-1] != "last@x" || got[len(got)-2] != "29@x" {
-		t.Errorf("trimmed: %v", got)
 	}
 }
 

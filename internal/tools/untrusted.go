@@ -48,24 +48,31 @@ func newFence() fence {
 
 // wrap returns content inside the fenced block, preceded by the note.
 // Content is sanitised again (it already was in the mail layers: this makes
-// the guarantee local) and any copy of the marker is removed, so the block
-// cannot be closed from inside.
+// the guarantee local), any copy of the marker is removed, so the block
+// cannot be closed from inside, and text shaped like a fence line (with any
+// marker: "<<<UNTRUSTED MAIL CONTENT END MAIL-…>>>", also in lookalike
+// characters) is replaced by mailmsg.FenceRemoved, so no line inside the
+// block reads like its start or end.
 func (f fence) wrap(content string) string {
 	content = strings.ReplaceAll(mailmsg.Sanitize(content), f.marker, "[marker removed]")
+	content = mailmsg.NeutralizeFences(content)
 	var b strings.Builder
 	b.Grow(len(content) + 300)
 	b.WriteString(UntrustedNote)
-	b.WriteString("\n<<<UNTRUSTED MAIL CONTENT BEGIN ")
-	b.WriteString(f.marker)
-	b.WriteString(">>>\n")
+	b.WriteString("\n")
+	b.WriteString(f.fenceLine("BEGIN"))
 	b.WriteString(content)
 	if !strings.HasSuffix(content, "\n") {
 		b.WriteString("\n")
 	}
-	b.WriteString("<<<UNTRUSTED MAIL CONTENT END ")
-	b.WriteString(f.marker)
-	b.WriteString(">>>\n")
+	b.WriteString(f.fenceLine("END"))
 	return b.String()
+}
+
+// fenceLine is the BEGIN or END line of the block, built from the phrase
+// that mailmsg.NeutralizeFences keeps out of mail content.
+func (f fence) fenceLine(kind string) string {
+	return "<<<" + mailmsg.FencePhrase + " " + kind + " " + f.marker + ">>>\n"
 }
 
 // describe is the structured counterpart of wrap.

@@ -1,4 +1,4 @@
-package mailtest_test
+package mailstack_test
 
 import (
 	"errors"
@@ -12,9 +12,11 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
 
+// The shared stack comes from mailtest, the testing side of this package.
 func TestMain(m *testing.M) { mailtest.Main(m) }
 
 // within runs f and fails the test if it takes longer than d (imapclient has
@@ -33,7 +35,7 @@ func within(t *testing.T, c *imapclient.Client, d time.Duration, what string, f 
 	}
 }
 
-func login(t *testing.T, st *mailtest.Stack, user string) *imapclient.Client {
+func login(t *testing.T, st *mailstack.Stack, user string) *imapclient.Client {
 	t.Helper()
 	c, err := imapclient.DialTLS(st.IMAPSAddr(), &imapclient.Options{
 		TLSConfig: st.TLSConfig(),
@@ -78,26 +80,26 @@ func TestStack(t *testing.T) {
 	if err != nil || fi.Mode().Perm()&0o001 == 0 {
 		t.Errorf("Dir %s must be o+x: %v %v", st.Dir, fi.Mode(), err)
 	}
-	if st.Host != "127.0.0.1" || st.Users[mailtest.Alice] != "alicepw" || st.Users[mailtest.Bob] != "bobpw" {
+	if st.Host != "127.0.0.1" || st.Users[mailstack.Alice] != "alicepw" || st.Users[mailstack.Bob] != "bobpw" {
 		t.Errorf("Host %q Users %v", st.Host, st.Users)
 	}
 
 	// seed 50 messages into bob's INBOX
-	if err := st.Seed(mailtest.Bob, 50, ""); err != nil {
+	if err := st.Seed(mailstack.Bob, 50, ""); err != nil {
 		t.Fatal(err)
 	}
-	bob := login(t, st, mailtest.Bob)
+	bob := login(t, st, mailstack.Bob)
 	if n := numMessages(t, bob, "INBOX"); n != 50 {
 		t.Fatalf("bob's INBOX has %d messages after Seed, want 50", n)
 	}
 
 	// deliver one message to alice through the MX port
-	alice := login(t, st, mailtest.Alice)
+	alice := login(t, st, mailstack.Alice)
 	raw := "From: Carol <carol@example.org>\r\nTo: alice@example.test\r\nSubject: Grüße\r\n" +
 		"Message-ID: <deliver.1@example.org>\r\nDate: Mon, 02 Jan 2006 15:04:05 +0000\r\n" +
 		"MIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n" +
 		"Schöne Grüße\r\n"
-	if err := st.Deliver("carol@example.org", []string{mailtest.Alice}, []byte(raw)); err != nil {
+	if err := st.Deliver("carol@example.org", []string{mailstack.Alice}, []byte(raw)); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -113,7 +115,7 @@ func TestStack(t *testing.T) {
 	}
 
 	// kick bob: his connection is closed, alice's is not
-	if err := st.Kick(mailtest.Bob); err != nil {
+	if err := st.Kick(mailstack.Bob); err != nil {
 		t.Fatal(err)
 	}
 	if err := within(t, bob, 10*time.Second, "NOOP after kick", func() error { return bob.Noop().Wait() }); err == nil {
@@ -124,7 +126,7 @@ func TestStack(t *testing.T) {
 	if err := within(t, alice, 10*time.Second, "NOOP", func() error { return alice.Noop().Wait() }); err != nil {
 		t.Fatalf("alice's NOOP after kicking bob: %v", err)
 	}
-	if err := st.Kick(mailtest.Bob); err != nil {
+	if err := st.Kick(mailstack.Bob); err != nil {
 		t.Fatalf("Kick of a user without connections: %v", err)
 	}
 
@@ -135,23 +137,23 @@ func TestStack(t *testing.T) {
 	if err := within(t, alice, 10*time.Second, "NOOP after restart", func() error { return alice.Noop().Wait() }); err == nil {
 		t.Fatal("NOOP on a connection from before RestartDovecot succeeded")
 	}
-	bob2 := login(t, st, mailtest.Bob)
+	bob2 := login(t, st, mailstack.Bob)
 	if n := numMessages(t, bob2, "INBOX"); n != 50 {
 		t.Fatalf("bob's INBOX has %d messages after the restart, want 50", n)
 	}
-	alice2 := login(t, st, mailtest.Alice)
+	alice2 := login(t, st, mailstack.Alice)
 	if n := numMessages(t, alice2, "INBOX"); n != 1 {
 		t.Fatalf("alice's INBOX has %d messages after the restart, want 1", n)
 	}
 
 	// Postfix kept running: mail still flows into the restarted Dovecot
-	if err := st.Deliver("carol@example.org", []string{mailtest.Alice, mailtest.Bob}, []byte(raw)); err != nil {
+	if err := st.Deliver("carol@example.org", []string{mailstack.Alice, mailstack.Bob}, []byte(raw)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.WaitMessages(mailtest.Bob, "INBOX", 51, 10*time.Second); err != nil {
+	if _, err := st.WaitMessages(mailstack.Bob, "INBOX", 51, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.WaitMessages(mailtest.Alice, "", 2, 10*time.Second); err != nil {
+	if _, err := st.WaitMessages(mailstack.Alice, "", 2, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -159,22 +161,22 @@ func TestStack(t *testing.T) {
 func TestSeedNonASCIIMailbox(t *testing.T) {
 	st := mailtest.Shared(t)
 	// modified UTF-7, as on the wire and on disk
-	if err := st.Seed(mailtest.Alice, 3, "Entw&APw-rfe"); err != nil {
+	if err := st.Seed(mailstack.Alice, 3, "Entw&APw-rfe"); err != nil {
 		t.Fatal(err)
 	}
 	// UTF-8, with a hierarchy
-	if err := st.Seed(mailtest.Alice, 2, "Archiv/Grüße 2024"); err != nil {
+	if err := st.Seed(mailstack.Alice, 2, "Archiv/Grüße 2024"); err != nil {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"R&D", "a.b"} {
-		if err := st.Seed(mailtest.Alice, 1, bad); err == nil {
+		if err := st.Seed(mailstack.Alice, 1, bad); err == nil {
 			t.Errorf("Seed into %q succeeded, want an error", bad)
 		}
 	}
 	if _, err := os.Stat(st.Dir + "/mail/example.test/alice/Maildir/.Entw&APw-rfe/cur"); err != nil {
 		t.Errorf("Maildir folder name on disk: %v", err)
 	}
-	c := login(t, st, mailtest.Alice)
+	c := login(t, st, mailstack.Alice)
 	// imapclient encodes the names to modified UTF-7 on the wire
 	if n := numMessages(t, c, "Entwürfe"); n != 3 {
 		t.Errorf("Entwürfe has %d messages, want 3", n)
@@ -182,10 +184,10 @@ func TestSeedNonASCIIMailbox(t *testing.T) {
 	if n := numMessages(t, c, "Archiv/Grüße 2024"); n != 2 {
 		t.Errorf("Archiv/Grüße 2024 has %d messages, want 2", n)
 	}
-	if n, err := st.MessageCount(mailtest.Alice, "Entwürfe"); err != nil || n != 3 {
+	if n, err := st.MessageCount(mailstack.Alice, "Entwürfe"); err != nil || n != 3 {
 		t.Errorf("MessageCount(Entwürfe) = %d, %v; want 3", n, err)
 	}
-	out, err := st.Doveadm("mailbox", "list", "-s", "-u", mailtest.Alice)
+	out, err := st.Doveadm("mailbox", "list", "-s", "-u", mailstack.Alice)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +203,7 @@ func TestStartSecondStack(t *testing.T) {
 		t.Skip("starts a second stack")
 	}
 	shared := mailtest.Shared(t)
-	st, err := mailtest.Start(mailtest.Options{Users: map[string]string{"carol@example.org": "carolpw"}})
+	st, err := mailstack.Start(mailstack.Options{Users: map[string]string{"carol@example.org": "carolpw"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,14 +249,14 @@ func TestBadUsers(t *testing.T) {
 		{"carol@example.org": "a:b"},
 		{"carol@example.org": ""},
 	} {
-		if st, err := mailtest.Start(mailtest.Options{Users: users}); err == nil {
+		if st, err := mailstack.Start(mailstack.Options{Users: users}); err == nil {
 			st.Stop()
 			t.Errorf("Start with users %v succeeded", users)
 		}
 	}
 }
 
-func readLog(st *mailtest.Stack, name string) string {
+func readLog(st *mailstack.Stack, name string) string {
 	b, err := os.ReadFile(st.Dir + "/log/" + name)
 	if err != nil {
 		return fmt.Sprint(err)

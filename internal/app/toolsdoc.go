@@ -1,0 +1,127 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
+)
+
+// ToolsDoc renders docs/tools.md: the reference of every tool, with an
+// example call made for real, through the gateway's own tool handlers,
+// against the embedded demo mail server. Values that change from run to
+// run (dates, tokens, random markers, generated ids, cursors) are replaced
+// by fixed ones, so the file is the same every time and a test can keep it
+// from drifting.
+func ToolsDoc(ctx context.Context) ([]byte, error) {
+	srv, err := demo.Start(ctx, demo.Options{})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Close()
+	ih, ip, _ := net.SplitHostPort(srv.IMAPAddr)
+	sh, sp, _ := net.SplitHostPort(srv.SMTPAddr)
+	cfg, err := config.FromEnv([]string{
+		"IMAP_HOST=" + ih, "IMAP_PORT=" + ip, "IMAP_SECURITY=plain",
+		"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true",
+		"ENCRYPTION_KEY=" + strings.Repeat("0", 64),
+	})
+	if err != nil {
+		return nil, err
+	}
+	a, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil, err
+	}
+	defer a.mailbox.Close(context.Background())
+
+	user := srv.Users[0]
+	ctx = credentials.NewContext(ctx, credentials.New(user.Address, user.Password))
+	uid, err := demoUID(srv, user.Address, demo.FolderInbox, demo.TagAlternative)
+	if err != nil {
+		return nil, err
+	}
+	examples := map[string]tools.Example{}
+	for _, t := range a.tools {
+		if t.Example == nil {
+			continue
+		}
+		args := map[string]any{}
+		for k, v := range t.Example {
+			if k == "uid" {
+				v = uid
+			}
+			args[k] = v
+		}
+		req := mcp.CallToolRequest{}
+		req.Params.Name = t.Def.Name
+		req.Params.Arguments = args
+		res, err := t.Handler(ctx, req)
+		if err != nil || res.IsError {
+			return nil, fmt.Errorf("example call of %s failed: %v %v", t.Def.Name, err, res)
+		}
+		examples[t.Def.Name] = tools.Example{Args: args, Result: steady(res.StructuredContent, strings.HasPrefix(t.Def.Name, "smtp_"))}
+	}
+	return tools.Markdown(a.tools, examples), nil
+}
+
+// demoUID is the UID of the demo message tagged tag: messages are seeded
+// in UID order, oldest first.
+func demoUID(srv *demo.Server, user, folder, tag string) (uint32, error) {
+	var n uint32
+	for _, m := range srv.Messages(user) {
+		if m.Folder != folder {
+			continue
+		}
+		n++
+		if m.Tag == tag {
+			return n, nil
+		}
+	}
+	return 0, fmt.Errorf("no demo message %q in %s", tag, folder)
+}
+
+// steadyValues replace what differs between two runs of the same call.
+var steadyValues = map[string]any{
+	"date": "2026-03-02T09:15:00Z", "marker": "MAIL-EXAMPLEMARKER", "token": "mbx1.AAAA…",
+	"key_id": "1a2b3c4d", "uid_validity": 1712345678, "next_cursor": "eyJ2IjoxLCJmIjoiSU5CT1gi…",
+}
+
+// steady returns v (a structured result) as plain JSON values with the
+// volatile fields fixed; sent reports whether generated message ids must
+// be fixed too.
+func steady(v any, sent bool) any {
+	b, _ := json.Marshal(v)
+	var out any
+	_ = json.Unmarshal(b, &out)
+	var walk func(x any) any
+	walk = func(x any) any {
+		switch t := x.(type) {
+		case map[string]any:
+			for k, v := range t {
+				if s, ok := steadyValues[k]; ok {
+					t[k] = s
+				} else if sent && k == "message_id" {
+					t[k] = "20260302091500.4711@demo.test"
+				} else {
+					t[k] = walk(v)
+				}
+			}
+		case []any:
+			for i := range t {
+				t[i] = walk(t[i])
+			}
+		}
+		return x
+	}
+	return walk(out)
+}

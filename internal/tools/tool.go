@@ -1,0 +1,385 @@
+// Package tools defines the MCP tools. A tool is data: a Def with its
+// argument type, result type, annotations, Run and Text, in a file of its
+// own, listed once in the catalog. One generic adapter does, for every
+// tool, what they all need: decode and check the arguments (plain
+// sentences, unknown names refused), resolve credentials (token argument,
+// token header, user/password headers), rate-limit, bound the whole call
+// with one deadline, map errors to what the caller may see, and return
+// structured content with a text fallback. This is the only package that
+// names tools or tells the model what to call next; it never speaks IMAP
+// or SMTP (it calls mailbox and outbox) and never imports go-imap or
+// go-smtp.
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+)
+
+// DefaultCallTimeout bounds one whole tool call when Deps.CallTimeout is 0.
+const DefaultCallTimeout = 60 * time.Second
+
+// Deps is what the tools need from the rest of the gateway.
+type Deps struct {
+	Sealer  *credentials.Sealer
+	Mailbox *mailbox.Client
+	// Outbox sends mail; nil turns sending off and the sending tools are
+	// not listed.
+	Outbox *outbox.Outbox
+	// Guard is the per-user rate limit (nil: none). The login back-off
+	// lives where logins happen.
+	Guard *guard.Guard
+	Log   *slog.Logger
+	// CallTimeout bounds one whole tool call: waiting for a connection,
+	// dial, login, every command, SMTP and the Sent copy (TOOL_TIMEOUT).
+	CallTimeout time.Duration
+	// MaxRequestBytes is the HTTP body limit, stated in the descriptions of
+	// tools that take attachments.
+	MaxRequestBytes int64
+}
+
+func (d *Deps) callTimeout() time.Duration {
+	if d.CallTimeout > 0 {
+		return d.CallTimeout
+	}
+	return DefaultCallTimeout
+}
+
+// Access is the level of change a tool needs. The operator sets the
+// gateway's level; a token may narrow it.
+type Access int
+
+const (
+	AccessRead     Access = iota // looks; at most sets \Seen on what it returns, \Answered by a reply
+	AccessOrganize               // flags, moves, trash, folders, drafts
+	AccessFull                   // permanent deletion
+)
+
+func (a Access) String() string { return [...]string{"read", "organize", "full"}[a] }
+
+// Def is one tool: what the model is told about it, and what it does. A
+// tool file holds its argument type A, its result type R, one Def and the
+// Run and Text functions; everything else (decoding and checking the
+// arguments, credentials, rate limit, deadline, errors, logging, the
+// result's two forms) is done once for all tools by the adapter below.
+type Def[A, R any] struct {
+	Name, Title string
+	// Description is what the model reads; Describe, when set, makes it
+	// from the configuration (for limits it states).
+	Description string
+	Describe    func(d *Deps) string
+	// The four MCP annotations, all stated explicitly (mcp-go's defaults
+	// would call every tool destructive).
+	ReadOnly, Destructive, Idempotent, OpenWorld bool
+	// Access is the level the tool needs.
+	Access Access
+	// Sends marks a tool that needs SMTP: listed only when sending is on.
+	Sends bool
+	// OwnCredentials marks a tool that resolves credentials itself
+	// (imap_encrypt_credentials): the adapter neither requires them nor
+	// adds the credentials argument.
+	OwnCredentials bool
+	// Run does the work. A *mailerr.Error's message reaches the caller;
+	// any other error is logged and answered with a generic sentence.
+	Run func(ctx context.Context, c *Call, args A) (R, error)
+	// Text renders the result for clients that read only text.
+	Text func(R) string
+	// Example is the arguments of the example call in docs/tools.md, made
+	// for real against the demo mailbox (a "uid" is replaced by the UID of
+	// the demo message the docs use).
+	Example map[string]any
+}
+
+// Call is what Run gets besides its arguments: the dependencies and the
+// caller's credentials (zero for a tool with OwnCredentials).
+type Call struct {
+	*Deps
+	Creds credentials.Credentials
+}
+
+// Tool is a Def bound to its dependencies: the MCP definition and handler.
+type Tool struct {
+	Def     mcp.Tool
+	Handler server.ToolHandlerFunc
+	Access  Access
+	Example map[string]any
+}
+
+// definition is what the catalog holds: a Def of any argument and result
+// type.
+type definition interface {
+	enabled(d *Deps) bool
+	bind(d *Deps) Tool
+}
+
+func (t Def[A, R]) enabled(d *Deps) bool { return !t.Sends || d.Outbox != nil }
+
+func (t Def[A, R]) bind(d *Deps) Tool {
+	return Tool{Def: t.spec(d), Access: t.Access, Example: t.Example, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return t.handle(ctx, d, req.Params.Arguments), nil
+	}}
+}
+
+// credentialsDescription is the credentials argument every mailbox tool
+// takes.
+const credentialsDescription = "Optional credentials token from imap_encrypt_credentials. Without it, the token in the x-mailbox-token header, or else the x-imap-user and x-imap-pass headers, are used."
+
+func (t Def[A, R]) spec(d *Deps) mcp.Tool {
+	in := schemaOf(reflect.TypeFor[A](), true)
+	if !t.OwnCredentials {
+		in.Properties["credentials"] = &schema{Type: "string", Description: credentialsDescription, MaxLength: intPtr(ptr(8192.0))}
+		in.order = append(in.order, "credentials")
+	}
+	out := schemaOf(reflect.TypeFor[R](), false)
+	desc := t.Description
+	if t.Describe != nil {
+		desc = t.Describe(d)
+	}
+	tool := mcp.NewTool(t.Name, mcp.WithDescription(desc), mcp.WithToolAnnotation(mcp.ToolAnnotation{
+		Title: t.Title, ReadOnlyHint: ptr(t.ReadOnly), DestructiveHint: ptr(t.Destructive),
+		IdempotentHint: ptr(t.Idempotent), OpenWorldHint: ptr(t.OpenWorld),
+	}))
+	tool.Title = t.Title
+	tool.InputSchema = mcp.ToolInputSchema{} // mcp-go refuses a tool with both
+	tool.RawInputSchema = in.raw()
+	tool.RawOutputSchema = out.raw()
+	return tool
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// errCallTimeout is the cause of a call's context when TOOL_TIMEOUT ends
+// it, to tell that apart from the mail layers' own per-operation timeouts.
+var errCallTimeout = errors.New("tool call timeout")
+
+// handle is the one handler of every tool.
+func (t Def[A, R]) handle(ctx context.Context, d *Deps, raw any) (res *mcp.CallToolResult) {
+	rec := reqlog.FromContext(ctx)
+	rec.SetTool(t.Name)
+	// One bad message must never take the gateway down; the stack goes to
+	// the log, the caller gets a sentence.
+	defer func() {
+		if v := recover(); v != nil {
+			d.Log.ErrorContext(ctx, "panic in tool", "tool", t.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			rec.SetOutcome("panic")
+			res = mcp.NewToolResultError(mailerr.Message(errors.New("panic")))
+		}
+	}()
+	ctx, cancel := context.WithTimeoutCause(ctx, d.callTimeout(), errCallTimeout)
+	defer cancel()
+
+	token, raw, err := t.takeToken(raw)
+	if err != nil {
+		return d.fail(ctx, err)
+	}
+	args, err := decodeArgs[A](raw)
+	if err != nil {
+		return d.fail(ctx, err)
+	}
+	call := &Call{Deps: d}
+	if !t.OwnCredentials {
+		if call.Creds, err = d.credentialsFor(ctx, token); err != nil {
+			return d.fail(ctx, err)
+		}
+	}
+	r, err := t.Run(ctx, call, args)
+	if err != nil {
+		return d.fail(ctx, err)
+	}
+	rec.SetOutcome("ok")
+	return mcp.NewToolResultStructured(r, t.Text(r))
+}
+
+// takeToken removes the credentials argument, which the adapter handles,
+// from the arguments of a mailbox tool.
+func (t Def[A, R]) takeToken(raw any) (string, any, error) {
+	obj, ok := raw.(map[string]any)
+	if t.OwnCredentials || !ok {
+		return "", raw, nil
+	}
+	v, present := obj["credentials"]
+	if !present {
+		return "", raw, nil
+	}
+	rest := make(map[string]any, len(obj)-1)
+	for k, x := range obj {
+		if k != "credentials" {
+			rest[k] = x
+		}
+	}
+	switch tok := v.(type) {
+	case nil:
+		return "", rest, nil
+	case string:
+		return tok, rest, nil
+	}
+	return "", nil, badArg("credentials must be a string: the token from imap_encrypt_credentials (got %s)", describeValue(v))
+}
+
+// credentialsFor resolves the caller's mailbox credentials: the token
+// argument wins, then the x-mailbox-token header, then the x-imap-user and
+// x-imap-pass headers. A bad token is an error even when headers are
+// present, so a mistake never silently acts on another mailbox. The
+// per-user rate limit applies to whoever it is.
+func (d *Deps) credentialsFor(ctx context.Context, token string) (credentials.Credentials, error) {
+	var creds credentials.Credentials
+	if strings.TrimSpace(token) == "" {
+		token, _ = credentials.TokenFromContext(ctx)
+	}
+	switch c, ok := credentials.FromContext(ctx); {
+	case strings.TrimSpace(token) != "":
+		var err error
+		if creds, err = d.Sealer.Open(token); err != nil {
+			return creds, mailerr.Wrap(mailerr.BadInput, err, err.Error()).About(mailerr.SubjectToken)
+		}
+	case ok:
+		creds = c
+	default:
+		return creds, mailerr.New(mailerr.NoCredentials,
+			"no mailbox credentials: send the x-imap-user and x-imap-pass headers (or a token from imap_encrypt_credentials in the x-mailbox-token header), or pass the token as the credentials argument")
+	}
+	return creds, d.admit(ctx, creds)
+}
+
+// admit records the caller and applies the per-user rate limit.
+func (d *Deps) admit(ctx context.Context, creds credentials.Credentials) error {
+	reqlog.FromContext(ctx).SetUser(creds.User)
+	return d.Guard.AllowCall(creds.User)
+}
+
+// fail turns an error into the tool result the caller sees, and records
+// the outcome (and for connection failures their class) for the request's
+// log line. Unclassified errors get generic text: the cause goes to the
+// log only.
+func (d *Deps) fail(ctx context.Context, err error) *mcp.CallToolResult {
+	kind := mailerr.KindOf(err)
+	rec := reqlog.FromContext(ctx)
+	rec.SetOutcome(kind.String())
+	rec.SetCause(mailerr.Cause(err))
+	if kind == mailerr.Internal {
+		d.Log.ErrorContext(ctx, "tool failed", "err", err)
+	} else {
+		d.Log.DebugContext(ctx, "tool error", "kind", kind.String(), "err", err)
+	}
+	return mcp.NewToolResultError(d.advise(ctx, err))
+}
+
+// advise is the sentence for err: the mail layers' facts, the call's own
+// deadline named when it was what ran out, and what to do next where a
+// tool helps.
+func (d *Deps) advise(ctx context.Context, err error) string {
+	msg := mailerr.Message(err)
+	kind := mailerr.KindOf(err)
+	if (kind == mailerr.Timeout || kind == mailerr.Busy) && errors.Is(context.Cause(ctx), errCallTimeout) {
+		msg = fmt.Sprintf("the call did not finish within the gateway's limit of %s for one call (TOOL_TIMEOUT)", d.callTimeout())
+		if step := mailerr.StepOf(err); step != "" {
+			msg += "; it ran out while " + step
+		}
+		if orig := mailerr.Message(err); strings.Contains(orig, "may have been sent") {
+			msg += "; the whole message had been transmitted, so it may have been sent: check the Sent folder before sending it again"
+		} else if strings.Contains(orig, "nothing was sent") {
+			msg += "; nothing was sent"
+		}
+		return msg
+	}
+	switch kind {
+	case mailerr.Unavailable, mailerr.Busy, mailerr.Temporary:
+		msg += "; try again later"
+	case mailerr.Timeout:
+		msg += "; try again"
+	}
+	switch mailerr.SubjectOf(err) {
+	case mailerr.SubjectFolder:
+		msg += "; call imap_list_folders to see the folders"
+	case mailerr.SubjectMessage:
+		msg += "; list the folder again with imap_list_emails or imap_search_emails"
+	case mailerr.SubjectToken:
+		msg += "; make a new token with imap_encrypt_credentials"
+	case mailerr.SubjectCursor:
+		msg += "; start again without a cursor"
+	}
+	return msg
+}
+
+// catalog is every tool the gateway has, in the order tools/list shows
+// them. Adding a tool is one file and one line here.
+var catalog = []definition{
+	encryptCredentials,
+	listFolders,
+	listEmails,
+	searchEmails,
+	readEmail,
+	sendEmail,
+	replyEmail,
+}
+
+// All returns every tool the configuration enables, in catalog order.
+func All(d *Deps) []Tool {
+	var out []Tool
+	for _, def := range catalog {
+		if def.enabled(d) {
+			out = append(out, def.bind(d))
+		}
+	}
+	return out
+}
+
+var toolName = regexp.MustCompile(`^[a-z]+(_[a-z]+)+$`)
+
+// Register adds tools to s after checking each one's contract: a name of
+// the form area_verb, a description, all four annotations set and
+// consistent, a described input schema and an output schema.
+func Register(s *server.MCPServer, tools []Tool) error {
+	for _, t := range tools {
+		if err := checkContract(t.Def); err != nil {
+			return err
+		}
+		s.AddTool(t.Def, t.Handler)
+	}
+	return nil
+}
+
+func checkContract(t mcp.Tool) error {
+	a := t.Annotations
+	switch {
+	case !toolName.MatchString(t.Name):
+		return fmt.Errorf("tool %q: the name must be lower-case words joined by _", t.Name)
+	case strings.TrimSpace(t.Description) == "":
+		return fmt.Errorf("tool %s: a description is required", t.Name)
+	case a.ReadOnlyHint == nil || a.DestructiveHint == nil || a.IdempotentHint == nil || a.OpenWorldHint == nil:
+		return fmt.Errorf("tool %s: all four annotations must be set", t.Name)
+	case *a.ReadOnlyHint && *a.DestructiveHint:
+		return fmt.Errorf("tool %s: a read-only tool cannot be destructive", t.Name)
+	case t.RawOutputSchema == nil:
+		return fmt.Errorf("tool %s: an output schema is required", t.Name)
+	case t.RawInputSchema == nil:
+		return fmt.Errorf("tool %s: an input schema is required", t.Name)
+	}
+	in, err := decodeSchema(t.RawInputSchema)
+	if err != nil {
+		return fmt.Errorf("tool %s: input schema: %v", t.Name, err)
+	}
+	for name, p := range in.Properties {
+		if strings.TrimSpace(p.Description) == "" {
+			return fmt.Errorf("tool %s: argument %s has no description", t.Name, name)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,207 @@
+// Package transport owns what the IMAP and SMTP layers both need to reach a
+// mail server: the security mode, the client TLS configuration, a TCP dial
+// (and, for implicit TLS, the handshake) bounded by a context, and one
+// classification of dial and TLS failures into mailerr errors, with the
+// cause kept for the log.
+//
+// It speaks no mail protocol: STARTTLS, greetings and logins belong to
+// internal/mailbox and internal/submission. It knows nothing of MCP, and its
+// messages state facts without naming any tool.
+package transport
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+)
+
+// Security says how a connection to a mail server is protected.
+type Security string
+
+const (
+	TLS      Security = "tls"      // implicit TLS from the first byte (IMAP 993, SMTP 465)
+	StartTLS Security = "starttls" // plain connect, then STARTTLS before any login (IMAP 143, SMTP 587)
+	Plain    Security = "plain"    // no TLS at all: local development only
+)
+
+// Endpoint says where a mail server is and how to reach it.
+type Endpoint struct {
+	Host     string
+	Port     int
+	Security Security
+	// TLS is the client TLS configuration; see ClientTLS.
+	TLS *tls.Config
+	// ALPN is the protocol name offered with implicit TLS ("imap", "smtp"),
+	// unless TLS sets NextProtos itself.
+	ALPN string
+	// Server is how messages and steps name the server ("the SMTP server");
+	// "the mail server" when empty.
+	Server string
+}
+
+// Addr is host:port.
+func (e Endpoint) Addr() string { return net.JoinHostPort(e.Host, strconv.Itoa(e.Port)) }
+
+func (e Endpoint) server() string {
+	if e.Server == "" {
+		return "the mail server"
+	}
+	return e.Server
+}
+
+// ConnectStep is the step of opening the TCP connection, in words that
+// complete "while ...".
+func (e Endpoint) ConnectStep() string { return "connecting to " + e.server() }
+
+// TLSStep is the step of the TLS handshake (implicit or after STARTTLS).
+func (e Endpoint) TLSStep() string { return "starting TLS with " + e.server() }
+
+// ClientTLS returns the TLS configuration for a connection to e: a clone of
+// e.TLS (never shared, so a handshake cannot change the caller's), with
+// ServerName from Host when empty, at least TLS 1.2, and the ALPN name
+// offered with implicit TLS.
+func (e Endpoint) ClientTLS() *tls.Config {
+	var t *tls.Config
+	if e.TLS != nil {
+		t = e.TLS.Clone()
+	} else {
+		t = &tls.Config{}
+	}
+	if t.MinVersion < tls.VersionTLS12 {
+		t.MinVersion = tls.VersionTLS12
+	}
+	if t.ServerName == "" {
+		t.ServerName = e.Host
+	}
+	if t.NextProtos == nil && e.Security == TLS && e.ALPN != "" {
+		t.NextProtos = []string{e.ALPN}
+	}
+	return t
+}
+
+// Dial opens a TCP connection to e with keep-alive, and for implicit TLS
+// completes the handshake, all bounded by ctx. The connection it returns
+// has no deadline set; ending ctx later does not close it. Errors are
+// *mailerr.Error: Unavailable for a failure to reach or trust the server,
+// Timeout (with the step) when ctx ends first.
+func Dial(ctx context.Context, e Endpoint) (net.Conn, error) {
+	d := net.Dialer{KeepAlive: 30 * time.Second}
+	raw, err := d.DialContext(ctx, "tcp", e.Addr())
+	if err != nil {
+		return nil, e.failure(ctx, e.ConnectStep(), err, e.server()+" could not be reached")
+	}
+	if e.Security != TLS {
+		return raw, nil
+	}
+	tc := tls.Client(raw, e.ClientTLS())
+	if err := tc.HandshakeContext(ctx); err != nil {
+		raw.Close()
+		return nil, e.failure(ctx, e.TLSStep(), err, "TLS handshake with "+e.server()+" failed (certificate or protocol mismatch)")
+	}
+	return tc, nil
+}
+
+// failure is Classify, with an Unavailable error saying otherwise for what
+// it does not recognise.
+func (e Endpoint) failure(ctx context.Context, step string, err error, otherwise string) *mailerr.Error {
+	if me := e.Classify(ctx, step, err); me != nil {
+		return me
+	}
+	return mailerr.Wrap(mailerr.Unavailable, err, otherwise)
+}
+
+// Classify turns a failure to reach or secure a connection to e into a
+// *mailerr.Error: a Timeout naming step when ctx has ended (whatever err
+// says, the closed socket is then the context's doing); Unavailable for a
+// host name that does not resolve, a refused or unreachable address, or a
+// TLS problem (untrusted or wrong certificate, no TLS on the port, no
+// common parameters). It returns nil when err is none of these, so that the
+// protocol layers can classify the rest. The error wraps err, for
+// mailerr.Cause and the log.
+func (e Endpoint) Classify(ctx context.Context, step string, err error) *mailerr.Error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		return mailerr.TimedOut(ctx, step)
+	}
+	if msg := e.tlsProblem(err); msg != "" {
+		return mailerr.Wrap(mailerr.Unavailable, err, msg)
+	}
+	var dnsErr *net.DNSError
+	switch {
+	case errors.As(err, &dnsErr):
+		return mailerr.Wrap(mailerr.Unavailable, err, e.server()+"'s host name could not be resolved")
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return mailerr.Wrap(mailerr.Unavailable, err, e.server()+" could not be reached (connection refused)")
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return mailerr.Wrap(mailerr.Unavailable, err, e.server()+" could not be reached (no route to its address)")
+	}
+	return nil
+}
+
+// tlsProblem is the message for a TLS failure, or "". x509 errors arrive
+// wrapped in *tls.CertificateVerificationError; the specific ones come
+// first.
+func (e Endpoint) tlsProblem(err error) string {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		hostname  x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		record    tls.RecordHeaderError
+		alert     tls.AlertError
+		op        *net.OpError
+	)
+	failed := "TLS handshake with " + e.server() + " failed: "
+	switch {
+	case errors.As(err, &unknownCA):
+		return failed + "its certificate is not signed by a trusted authority (a private CA must be configured as MAIL_CA_FILE)"
+	case errors.As(err, &hostname):
+		return failed + "its certificate is not valid for its host name"
+	case errors.As(err, &invalid) && invalid.Reason == x509.Expired:
+		return failed + "its certificate has expired or is not yet valid"
+	case errors.As(err, &invalid):
+		return failed + "its certificate is not valid for this use"
+	case errors.As(err, &verify):
+		return failed + "its certificate could not be verified"
+	case errors.As(err, &record):
+		return failed + "it does not speak TLS on this port; check that the security setting (tls or starttls) matches the port"
+	case errors.As(err, &alert), errors.As(err, &op) && op.Op == "remote error":
+		// crypto/tls reports an alert from the server as a net.OpError
+		// "remote error" around an unexported type; AlertError is QUIC's.
+		return failed + "it refused the handshake (no common protocol version, cipher or application protocol)"
+	}
+	return ""
+}
+
+// Watched is a connection that notes whether the server has sent anything,
+// so that a protocol layer can tell a server that never greeted from one
+// that stopped answering later (go-imap and go-smtp read the greeting and
+// send STARTTLS in one call). Answered may be asked from any goroutine.
+type Watched struct {
+	net.Conn
+	answered atomic.Bool
+}
+
+// Watch wraps c.
+func Watch(c net.Conn) *Watched { return &Watched{Conn: c} }
+
+func (w *Watched) Read(p []byte) (int, error) {
+	n, err := w.Conn.Read(p)
+	if n > 0 {
+		w.answered.Store(true)
+	}
+	return n, err
+}
+
+// Answered says whether any byte has been read.
+func (w *Watched) Answered() bool { return w.answered.Load() }

@@ -1,0 +1,84 @@
+package tests
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+)
+
+// Bad arguments, through the official TypeScript SDK, on every tool: each
+// is refused with one plain sentence naming the argument, the allowed range
+// or form and what was given, and a misspelt argument is refused with the
+// nearest valid name instead of being ignored. Nothing reaches the mail
+// server (the refusals come before any login).
+func TestBadArgumentsThroughTypeScriptSDK(t *testing.T) {
+	dir := clientsDir(t)
+	s := mailtest.Shared(t)
+	g := startGateway(t, s, smtpEnv(s)...)
+	type call struct {
+		Name      string         `json:"name"`
+		Arguments map[string]any `json:"arguments"`
+	}
+	cases := []struct {
+		call
+		want string
+	}{
+		{call{"imap_encrypt_credentials", map[string]any{"user": "a@example.test"}}, "give both user and password, or neither to seal the x-imap-user and x-imap-pass headers"},
+		{call{"imap_encrypt_credentials", map[string]any{"username": "a@example.test", "password": "x"}}, `unknown argument "username"; did you mean "user"?`},
+		{call{"imap_encrypt_credentials", map[string]any{"user": "a@example.test", "password": "x", "verify": "no"}}, `verify must be true or false (got "no")`},
+		{call{"imap_list_folders", map[string]any{"folder": "INBOX"}}, `unknown argument "folder": this tool takes no arguments`},
+		{call{"imap_list_folders", map[string]any{"credentials": 7}}, "credentials must be a string: the token from imap_encrypt_credentials (got 7)"},
+		{call{"imap_list_emails", map[string]any{"limit": 100000}}, "limit must be between 1 and 100 (got 100000)"},
+		{call{"imap_list_emails", map[string]any{"limit": 0}}, "limit must be between 1 and 100 (got 0)"},
+		{call{"imap_list_emails", map[string]any{"mailbox": "Sent"}}, `unknown argument "mailbox"; did you mean "folder"?`},
+		{call{"imap_list_emails", map[string]any{"folder": 3}}, "folder must be a string (got 3)"},
+		{call{"imap_search_emails", map[string]any{"form": "bob"}}, `unknown argument "form"; did you mean "from"?`},
+		{call{"imap_search_emails", map[string]any{"seen": "yes"}}, `seen must be true or false (got "yes")`},
+		{call{"imap_search_emails", map[string]any{"from": "bob", "since": "yesterday"}}, `since must be a date: YYYY-MM-DD (e.g. 2026-01-31) or RFC 3339 (e.g. 2026-01-31T09:00:00Z) (got "yesterday")`},
+		{call{"imap_search_emails", map[string]any{"larger": -5}}, "larger must be at least 0 (got -5)"},
+		{call{"imap_read_email", map[string]any{}}, "uid is required"},
+		{call{"imap_read_email", map[string]any{"uid": 1.5}}, "uid must be a whole number (got 1.5)"},
+		{call{"imap_read_email", map[string]any{"uid": "12"}}, `uid must be a whole number (got "12")`},
+		{call{"imap_read_email", map[string]any{"uid": 4294967296}}, "uid must be between 1 and 4294967295 (got 4294967296)"},
+		{call{"imap_read_email", map[string]any{"uid": 5, "max_chars": 0}}, "max_chars must be between 1 and 1000000 (got 0)"},
+		{call{"imap_read_email", map[string]any{"id": 5}}, `unknown argument "id"; did you mean "uid"?`},
+		{call{"smtp_send_email", map[string]any{"to": "bob@example.test", "text": "x"}}, `to must be a list (got "bob@example.test")`},
+		{call{"smtp_send_email", map[string]any{"to": []any{"bob@example.test"}, "body": "x"}}, `unknown argument "body"; did you mean "text"?`},
+		{call{"smtp_send_email", map[string]any{"to": []any{"bob@example.test"}, "text": "x", "attachments": []any{map[string]any{"filename": "a.txt"}}}}, "attachments[0].content_base64 is required"},
+		{call{"smtp_reply_email", map[string]any{"uid": -1, "text": "x"}}, "uid must be between 1 and 4294967295 (got -1)"},
+		{call{"smtp_reply_email", map[string]any{"uid": 3, "text": "x", "attachments": []any{map[string]any{"data": "AAAA"}}}}, `unknown argument "attachments[0].data"; did you mean "attachments[0].content_base64"?`},
+		{call{"smtp_reply_email", map[string]any{"uid": 3, "text": "x", "replyall": true}}, `unknown argument "replyall"; did you mean "reply_all"?`},
+	}
+	var calls []call
+	for _, c := range cases {
+		calls = append(calls, c.call)
+	}
+	var out struct {
+		Results []struct {
+			IsError       bool   `json:"isError"`
+			Text          string `json:"text"`
+			ProtocolError string `json:"protocolError"`
+		} `json:"results"`
+	}
+	runNode(t, dir, "calls.mjs", map[string]any{"url": g.URL, "headers": userHeaders(s, mailtest.Alice), "calls": calls}, &out)
+	if len(out.Results) != len(cases) {
+		t.Fatalf("%d results for %d calls", len(out.Results), len(cases))
+	}
+	tools := map[string]bool{}
+	for i, c := range cases {
+		tools[c.Name] = true
+		got := out.Results[i]
+		t.Run(fmt.Sprintf("%s_%d", c.Name, i), func(t *testing.T) {
+			if got.ProtocolError != "" {
+				t.Fatalf("%s(%v): protocol error %s, want the tool error %q", c.Name, c.Arguments, got.ProtocolError, c.want)
+			}
+			if !got.IsError || got.Text != c.want {
+				t.Fatalf("%s(%v):\n got isError=%v %q\nwant %q", c.Name, c.Arguments, got.IsError, got.Text, c.want)
+			}
+		})
+	}
+	if len(tools) != 7 {
+		t.Errorf("the table covers %d tools, want all 7", len(tools))
+	}
+}
