@@ -48,6 +48,15 @@ func TestFlood(t *testing.T) {
 	raiseNofile(t, floodConns+1024)
 	bin := buildGateway(t)
 	gw := startGatewayProcess(t, bin, cg, s)
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	state := func() string {
+		mem := cg.stats()
+		alive := "alive"
+		if err := gw.alive(); err != nil {
+			alive = err.Error()
+		}
+		return fmt.Sprintf("gateway %s; cgroup peak %.1f MiB, OOM kills %d", alive, mib(mem.peak), mem.oomKills)
+	}
 
 	// The flood: every connection declares 1 MiB and sends all of it but
 	// the last 16 bytes, then holds.
@@ -117,14 +126,14 @@ func TestFlood(t *testing.T) {
 	callStart := time.Now()
 	healthLatency, healthTries := retryFor(within, func() error { return health(gw.base) })
 	if healthLatency < 0 {
-		t.Fatalf("/health did not answer within %v of the flood (%d tries)", within, healthTries)
+		t.Fatalf("/health did not answer within %v of the flood (%d tries): %s", within, healthTries, state())
 	}
 	var folders tools.FoldersResult
 	headers := map[string]string{"x-imap-user": mailtest.Alice, "x-imap-pass": s.Users[mailtest.Alice]}
 	callLatency, callTries := retryFor(within, func() error { return realCall(gw.base+"/mcp", headers, &folders) })
 	total := time.Since(callStart)
 	if callLatency < 0 {
-		t.Fatalf("the real MCP call did not succeed within %v of the flood (%d tries)", within, callTries)
+		t.Fatalf("the real MCP call did not succeed within %v of the flood (%d tries): %s", within, callTries, state())
 	}
 	stillHeld := int64(floodConns) - got503.Load() - got408.Load() - closedByPeer.Load() - otherStatus.Load() - dialFailed.Load()
 	t.Logf("during the flood: /health in %v (%d tries); initialize + tools/list + imap_list_folders in %v (%d tries, %v in all); %d flood connections still held at that moment",
@@ -140,15 +149,14 @@ func TestFlood(t *testing.T) {
 		t.Fatalf("gateway died under the flood: %v", err)
 	}
 	mem := cg.stats()
-	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
 	t.Logf("gateway memory (cgroup %s, limit %d MiB): peak %.1f MiB; now %.1f MiB (anonymous %.1f, page cache %.1f, kernel %.1f); limit hit %d times, OOM kills %d",
 		cg.version, floodMemLimit>>20, mib(mem.peak), mib(mem.usage), mib(mem.anon), mib(mem.file), mib(mem.kernel), mem.failcnt, mem.oomKills)
 	if mem.oomKills > 0 {
 		t.Fatalf("%d OOM kills in the gateway's cgroup", mem.oomKills)
 	}
 
-	// The held bodies are dropped at BODY_READ_TIMEOUT (10 s) and their
-	// memory comes back; the gateway goes on serving.
+	// The held bodies are dropped at BODY_READ_TIMEOUT (10 s); the gateway
+	// goes on serving.
 	for deadline := time.Now().Add(20 * time.Second); got408.Load()+got503.Load()+closedByPeer.Load()+otherStatus.Load() < dialed.Load(); {
 		if time.Now().After(deadline) {
 			break
@@ -316,7 +324,7 @@ type memoryCgroup struct {
 
 type memoryStats struct {
 	peak, usage, failcnt, oomKills int64
-	anon, file, kernel            int64 // what usage is made of now
+	anon, file, kernel             int64 // what usage is made of now
 }
 
 // newMemoryCgroup makes a memory cgroup limited to limit bytes, under this

@@ -322,10 +322,10 @@ func TestSearchBadInput(t *testing.T) {
 		want string
 	}{
 		{map[string]any{}, "the search is empty"},
-		{map[string]any{"since": "31/01/2026"}, "since: \"31/01/2026\" is not a date"},
-		{map[string]any{"before": "yesterday"}, "before: \"yesterday\" is not a date"},
-		{map[string]any{"from": "x", "folder": "No Such Folder"}, "does not exist"},
-		{map[string]any{"from": "x", "limit": 1000}, "limit"},
+		{map[string]any{"since": "31/01/2026"}, "since must be a date: YYYY-MM-DD (e.g. 2026-01-31) or RFC 3339 (e.g. 2026-01-31T09:00:00Z) (got \"31/01/2026\")"},
+		{map[string]any{"before": "yesterday"}, "before must be a date: YYYY-MM-DD (e.g. 2026-01-31) or RFC 3339 (e.g. 2026-01-31T09:00:00Z) (got \"yesterday\")"},
+		{map[string]any{"from": "x", "folder": "No Such Folder"}, "folder \"No Such Folder\" does not exist or cannot be opened; call imap_list_folders to see the folders"},
+		{map[string]any{"from": "x", "limit": 1000}, "limit must be between 1 and 100 (got 1000)"},
 	} {
 		res := mailtest.Call(t, c, "imap_search_emails", tc.args)
 		if !res.IsError || !strings.Contains(mailtest.Text(res), tc.want) {

@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mailbox-mcp/mailbox-mcp/internal/app"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
@@ -66,16 +65,9 @@ encryption key is ephemeral.`, stderr)
 	if *port != 0 {
 		overrides = append(overrides, "PORT="+strconv.Itoa(*port))
 	}
-	cfg, err := config.Load(overrides...)
-	if err != nil {
-		printProblems(stderr, err)
-		return exitConfig
-	}
-	log := app.NewLogger(stderr, cfg.LogLevel)
-	a, err := app.New(cfg, log)
-	if err != nil {
-		fmt.Fprintln(stderr, "mailbox-mcp demo:", err)
-		return exitFail
+	a, code := newApp("mailbox-mcp demo", stderr, overrides...)
+	if a == nil {
+		return code
 	}
 	ln, err := a.Listen()
 	if err != nil && *port == 0 {

@@ -42,6 +42,15 @@ Usage:
   mailbox-mcp healthcheck    exit 0 if the local gateway's /health answers
   mailbox-mcp version        print the version
 
+Client of a running gateway (its REST mirror, /v1/; MAILBOX_URL, MAILBOX_TOKEN
+or IMAP_USER/IMAP_PASS; exit 0 found, 1 nothing, 2 usage, 3 unavailable, 4 refused):
+  mailbox-mcp send           send an email
+  mailbox-mcp peek           count unread mail without changing anything
+  mailbox-mcp check          take the unread messages (marks them read)
+  mailbox-mcp wait           wait for a new message
+  mailbox-mcp list           list or search a folder
+  mailbox-mcp read UID       read one message
+
 Run 'mailbox-mcp COMMAND --help' for a command's options.
 Configuration: see .env.example or docs/configuration.md.
 `
@@ -69,6 +78,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdToken(args, stdin, stdout, stderr)
 	case "healthcheck":
 		return cmdHealthcheck(args, stdout, stderr)
+	case "send", "peek", "check", "wait", "list", "read":
+		return cmdClient(cmd, args, stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "mailbox-mcp", buildinfo.Version())
 		return exitOK
@@ -140,16 +151,9 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
-	cfg, err := config.Load()
-	if err != nil {
-		printProblems(stderr, err)
-		return exitConfig
-	}
-	log := app.NewLogger(stderr, cfg.LogLevel)
-	a, err := app.New(cfg, log)
-	if err != nil {
-		fmt.Fprintln(stderr, "mailbox-mcp:", err)
-		return exitFail
+	a, code := newApp("mailbox-mcp", stderr)
+	if a == nil {
+		return code
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
@@ -158,6 +162,23 @@ func cmdServe(args []string, stdout, stderr io.Writer) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// newApp loads the configuration (the environment, overridden by
+// overrides) and builds the gateway; on failure it says why on stderr and
+// returns the exit code.
+func newApp(name string, stderr io.Writer, overrides ...string) (*app.App, int) {
+	cfg, err := config.Load(overrides...)
+	if err != nil {
+		printProblems(stderr, err)
+		return nil, exitConfig
+	}
+	a, err := app.New(cfg, app.NewLogger(stderr, cfg.LogLevel))
+	if err != nil {
+		fmt.Fprintln(stderr, name+":", err)
+		return nil, exitFail
+	}
+	return a, exitOK
 }
 
 func cmdKeygen(args []string, stdout, stderr io.Writer) int {

@@ -26,6 +26,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/pool"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/rest"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
@@ -106,6 +107,11 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		mb.Close(context.Background())
 		return nil, err
 	}
+	mirror, err := rest.New(restRoutes, toolset, buildinfo.Version())
+	if err != nil {
+		mb.Close(context.Background())
+		return nil, err
+	}
 	streamable := server.NewStreamableHTTPServer(mcpServer,
 		server.WithStateLess(true),
 		// Streaming must stay off: in stateless mode a GET stream would
@@ -122,6 +128,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		MaxRequestBytes: cfg.MaxRequestBytes, Logger: log,
 		MaxInflightRequests: cfg.MaxInflightRequests, MaxBufferedBytes: cfg.MaxBufferedBytes, BodyReadTimeout: cfg.BodyReadTimeout,
 		Loopback: cfg.LoopbackBind(), AllowedHosts: cfg.AllowedHosts, TrustedProxies: proxies,
+		REST: mirror,
 	}, streamable)
 	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: handler}, nil
 }
@@ -159,7 +166,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:       slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(httpapi.LimitListener(ln, a.cfg.MaxConnections)) }()
+	go func() { errc <- srv.Serve(httpapi.LimitListener(ln, a.cfg.MaxConnections, buildinfo.Version())) }()
 	if a.cfg.PprofAddr != "" {
 		stopPprof, err := a.servePprof()
 		if err != nil {

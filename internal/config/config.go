@@ -74,7 +74,7 @@ type Config struct {
 	// before any credential check, can make the gateway hold.
 	MaxConnections      int           `env:"MAX_CONNECTIONS" envDefault:"1024" desc:"most HTTP connections open at once, idle keep-alive ones included; a connection over it gets 503 and is closed at once"`
 	MaxInflightRequests int           `env:"MAX_INFLIGHT_REQUESTS" envDefault:"256" desc:"most /mcp requests served at once; over it a request gets 503 with Retry-After"`
-	MaxBufferedBytes    int64         `env:"MAX_BUFFERED_BYTES" envDefault:"67108864" desc:"most request-body bytes all requests together hold in memory (each may hold 16 KiB besides); over it a request gets 503 with Retry-After; at least twice MAX_REQUEST_BYTES (a body is read into a buffer that doubles as it grows)"`
+	MaxBufferedBytes    int64         `env:"MAX_BUFFERED_BYTES" envDefault:"33554432" desc:"most request-body bytes all requests together hold in memory (each may hold 16 KiB besides); over it a request gets 503 with Retry-After; at least twice MAX_REQUEST_BYTES (a body is read into a buffer that doubles as it grows)"`
 	BodyReadTimeout     time.Duration `env:"BODY_READ_TIMEOUT" envDefault:"10s" desc:"deadline for receiving one request body; a slower client gets 408 and is disconnected"`
 
 	MaxPoolSize    int           `env:"MAX_POOL_SIZE" envDefault:"50" desc:"most IMAP connections open at once, all users together"`

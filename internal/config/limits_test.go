@@ -11,7 +11,7 @@ func TestFloodLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxConnections != 1024 || c.MaxInflightRequests != 256 || c.MaxBufferedBytes != 64<<20 || c.BodyReadTimeout != 10*time.Second {
+	if c.MaxConnections != 1024 || c.MaxInflightRequests != 256 || c.MaxBufferedBytes != 32<<20 || c.BodyReadTimeout != 10*time.Second {
 		t.Fatalf("defaults: %d %d %d %s", c.MaxConnections, c.MaxInflightRequests, c.MaxBufferedBytes, c.BodyReadTimeout)
 	}
 	for _, tc := range []struct {

@@ -50,6 +50,10 @@ type Options struct {
 	AllowedHosts []string
 	// TrustedProxies may name the client in X-Forwarded-For.
 	TrustedProxies []netip.Prefix
+	// REST, when set, is mounted at /v1/ behind the same checks as /mcp
+	// (in-flight limit shared with it, Host, Origin, body, client address,
+	// credential headers).
+	REST http.Handler
 }
 
 // New returns the gateway's HTTP handler, with mcp (mcp-go's streamable
@@ -64,8 +68,17 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	if opts.MaxBufferedBytes <= 0 {
 		budget = newByteBudget(1 << 62)
 	}
-	body := readBody(opts.MaxRequestBytes, budget, opts.BodyReadTimeout, mcpOnly(clientAddr(opts.TrustedProxies, withCredentials(mcp))))
-	mux.Handle("/mcp", limitInflight(opts.MaxInflightRequests, hosts.wrap(origins.wrap(body))))
+	api := http.NewServeMux()
+	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, withCredentials(mcp))))
+	if opts.REST != nil {
+		api.Handle("/v1/", clientAddr(opts.TrustedProxies, withCredentials(opts.REST)))
+	}
+	body := readBody(opts.MaxRequestBytes, budget, opts.BodyReadTimeout, api)
+	guarded := limitInflight(opts.MaxInflightRequests, hosts.wrap(origins.wrap(body)))
+	mux.Handle("/mcp", guarded)
+	if opts.REST != nil {
+		mux.Handle("/v1/", guarded)
+	}
 	mux.HandleFunc("/health", health(opts.Version))
 	return logRequests(log, recoverPanics(log, mux))
 }
@@ -73,7 +86,7 @@ func New(opts Options, mcp http.Handler) http.Handler {
 // health answers liveness and readiness checks. It needs no mail server:
 // the gateway is stateless and healthy when it can serve HTTP.
 func health(version string) http.HandlerFunc {
-	body, _ := json.Marshal(map[string]string{"status": "ok", "service": "mailbox-mcp", "version": version})
+	body := healthBody(version)
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -84,6 +97,11 @@ func health(version string) http.HandlerFunc {
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(body)
 	}
+}
+
+func healthBody(version string) []byte {
+	body, _ := json.Marshal(map[string]string{"status": "ok", "service": "mailbox-mcp", "version": version})
+	return body
 }
 
 // mcpOnly refuses what a stateless server without streams cannot do: GET

@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -21,16 +23,21 @@ import (
 // retryAfter is what every 503 here tells a client to wait, in seconds.
 const retryAfter = "1"
 
-// busyResponse is written raw on a connection refused at accept: there is
-// no request yet to answer through net/http.
-var busyResponse = func() []byte {
-	body := `{"error":"the gateway has too many open connections; retry in a second"}` + "\n"
-	return []byte("HTTP/1.1 503 Service Unavailable\r\n" +
-		"Content-Type: application/json\r\n" +
-		"Retry-After: " + retryAfter + "\r\n" +
+// rawResponse is an HTTP/1.1 response written straight to a connection
+// refused at accept: net/http never sees that connection.
+func rawResponse(status string, extra string, body []byte, head bool) []byte {
+	b := []byte("HTTP/1.1 " + status + "\r\n" +
+		"Content-Type: application/json\r\n" + extra +
 		"Connection: close\r\n" +
-		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body)
-}()
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
+	if !head {
+		b = append(b, body...)
+	}
+	return b
+}
+
+var busyResponse = rawResponse("503 Service Unavailable", "Retry-After: "+retryAfter+"\r\n",
+	[]byte(`{"error":"the gateway has too many open connections; retry in a second"}`+"\n"), false)
 
 // maxRefusing bounds the goroutines that answer refused connections; past
 // it a refused connection is closed without an answer.
@@ -39,19 +46,26 @@ const maxRefusing = 64
 // LimitListener returns ln limited to max open connections (0 means no
 // limit). A connection counts from Accept until it is closed, idle
 // keep-alive connections included. Over the limit a new connection gets a
-// 503 and is closed at once, instead of waiting in the accept queue.
-func LimitListener(ln net.Listener, max int) net.Listener {
+// 503 and is closed at once, instead of waiting in the accept queue; only
+// a health check (GET or HEAD /health) is still answered, as the mux
+// would answer it for this version, so that a flood of connections does
+// not make a liveness probe restart the gateway.
+func LimitListener(ln net.Listener, max int, version string) net.Listener {
 	if max <= 0 {
 		return ln
 	}
-	return &limitListener{Listener: ln, max: int64(max), refusing: make(chan struct{}, maxRefusing)}
+	body := healthBody(version)
+	return &limitListener{Listener: ln, max: int64(max), refusing: make(chan struct{}, maxRefusing),
+		healthGet:  rawResponse("200 OK", "Cache-Control: no-store\r\n", body, false),
+		healthHead: rawResponse("200 OK", "Cache-Control: no-store\r\n", body, true)}
 }
 
 type limitListener struct {
 	net.Listener
-	max      int64
-	open     atomic.Int64
-	refusing chan struct{}
+	max                   int64
+	open                  atomic.Int64
+	refusing              chan struct{}
+	healthGet, healthHead []byte
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -68,9 +82,9 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// refuse answers c with a 503 and closes it, off the accept loop. The
-// answer is written before the request is read; the half-close and the
-// short drain let the client read it instead of a reset.
+// refuse answers c with a 503 (or a health check with 200) and closes
+// it, off the accept loop. The half-close and the short drain let the
+// client read the answer instead of a reset.
 func (l *limitListener) refuse(c net.Conn) {
 	select {
 	case l.refusing <- struct{}{}:
@@ -82,7 +96,15 @@ func (l *limitListener) refuse(c net.Conn) {
 		defer func() { <-l.refusing }()
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(time.Second))
-		if _, err := c.Write(busyResponse); err != nil {
+		answer := busyResponse
+		line, _ := bufio.NewReaderSize(io.LimitReader(c, 512), 512).ReadSlice('\n')
+		switch {
+		case bytes.HasPrefix(line, []byte("GET /health ")):
+			answer = l.healthGet
+		case bytes.HasPrefix(line, []byte("HEAD /health ")):
+			answer = l.healthHead
+		}
+		if _, err := c.Write(answer); err != nil {
 			return
 		}
 		if cw, ok := c.(interface{ CloseWrite() error }); ok {
@@ -99,6 +121,15 @@ type countedConn struct {
 	net.Conn
 	l    *limitListener
 	once sync.Once
+}
+
+// CloseWrite lets net/http half-close a connection it is about to drop
+// with an unread body, so the client reads the answer instead of a reset.
+func (c *countedConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 func (c *countedConn) Close() error {
@@ -272,9 +303,11 @@ func readBody(max int64, budget *byteBudget, timeout time.Duration, next http.Ha
 			next.ServeHTTP(w, r)
 			return
 		}
-		if timeout > 0 {
-			// Cleared by net/http once the body has been read to the end,
-			// so it never cuts a long call short.
+		if timeout > 0 && r.ContentLength != 0 {
+			// Cleared by net/http once the body has been read to its end,
+			// so it never cuts a long call short. (Without a body net/http
+			// is already waiting in a background read, which a deadline
+			// would end by cancelling the request.)
 			http.NewResponseController(w).SetReadDeadline(time.Now().Add(timeout))
 		}
 		br := &bodyReader{budget: budget, max: max}

@@ -198,16 +198,18 @@ func TestBodyReadTimeout(t *testing.T) {
 	}
 	waitFor(t, 2*time.Second, "the budget to be given back", func() bool { return budget.free.Load() == 1<<20 })
 
-	r, err := http.Post(srv.URL, "application/json", strings.NewReader(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(r.Body)
-	r.Body.Close()
-	mu.Lock()
-	defer mu.Unlock()
-	if r.StatusCode != 200 || string(b) != "done" || ctxErr != nil {
-		t.Fatalf("a call running past the body deadline: %d %q, context %v", r.StatusCode, b, ctxErr)
+	for _, body := range []string{`{}`, ``} {
+		r, err := http.Post(srv.URL, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		mu.Lock()
+		if r.StatusCode != 200 || string(b) != "done" || ctxErr != nil {
+			t.Fatalf("a call with body %q running past the body deadline: %d %q, context %v", body, r.StatusCode, b, ctxErr)
+		}
+		mu.Unlock()
 	}
 }
 
@@ -257,7 +259,7 @@ func TestLimitListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln := LimitListener(inner, 2).(*limitListener)
+	ln := LimitListener(inner, 2, "v-test").(*limitListener)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })}
 	go srv.Serve(ln)
 	defer srv.Close()
@@ -300,6 +302,32 @@ func TestLimitListener(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Fatalf("refusal took %v", d)
+	}
+
+	// A health check over the cap is still answered.
+	for _, method := range []string{"GET", "HEAD"} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "%s /health HTTP/1.1\r\nHost: localhost\r\n\r\n", method)
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
+		if err != nil {
+			t.Fatalf("%s /health over the cap: %v", method, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		wantBody := `{"service":"mailbox-mcp","status":"ok","version":"v-test"}`
+		if method == "HEAD" {
+			wantBody = ""
+		}
+		if resp.StatusCode != 200 || string(body) != wantBody || !resp.Close {
+			t.Fatalf("%s /health over the cap: %d %q close=%v", method, resp.StatusCode, body, resp.Close)
+		}
+	}
+	if n := ln.Open(); n != 2 {
+		t.Fatalf("%d open after refusals, want 2", n)
 	}
 
 	idle[0].Close()

@@ -216,10 +216,14 @@ func countBelow(cl *imapclient.Client, uid uint32) (uint32, error) {
 var summaryFetch = &imap.FetchOptions{
 	UID: true, Flags: true, Envelope: true, RFC822Size: true, InternalDate: true,
 	BodyStructure: &imap.FetchItemBodyStructure{Extended: true},
-	BodySection: []*imap.FetchItemBodySection{{
-		Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: previewBytes},
-	}},
+	BodySection:   []*imap.FetchItemBodySection{previewSection, tagsSection},
 }
+
+var (
+	previewSection = &imap.FetchItemBodySection{Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: previewBytes}}
+	// tagsSection is the X-Mailbox-Tags header, a few bytes at most.
+	tagsSection = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{mailmsg.TagsHeader}, Peek: true}
+)
 
 // fetchSummaries fetches list items for a sequence or UID set, streaming.
 func fetchSummaries(cl *imapclient.Client, set imap.NumSet) ([]Summary, error) {
@@ -250,7 +254,11 @@ func fetchSummaries(cl *imapclient.Client, set imap.NumSet) ([]Summary, error) {
 			case imapclient.FetchItemDataBodyStructure:
 				bs = it.BodyStructure
 			case imapclient.FetchItemDataBodySection:
-				if it.Literal != nil {
+				switch {
+				case it.Literal == nil:
+				case it.MatchCommand(tagsSection):
+					s.Tags = headerTags(readAtMost(it.Literal, 4096))
+				default:
 					head = readAtMost(it.Literal, previewBytes)
 				}
 			}
@@ -271,6 +279,15 @@ func fetchSummaries(cl *imapclient.Client, set imap.NumSet) ([]Summary, error) {
 		return nil, imapError(err, "")
 	}
 	return out, nil
+}
+
+// headerTags reads the tags of an X-Mailbox-Tags header block.
+func headerTags(block []byte) []string {
+	_, v, ok := strings.Cut(string(block), ":")
+	if !ok {
+		return nil
+	}
+	return mailmsg.ParseTags(strings.NewReplacer("\r\n ", " ", "\r\n\t", " ").Replace(strings.TrimSpace(v)))
 }
 
 // preview is a one-line start of the body's first text part (the part a

@@ -47,8 +47,8 @@ type Attachment struct {
 	PartID      string `json:"part_id" desc:"IMAP part number of the attachment, e.g. 2 or 1.2"`
 	Filename    string `json:"filename" desc:"file name as the sender gave it, without directories; empty when there is none"`
 	ContentType string `json:"content_type" desc:"media type, e.g. application/pdf"`
-	// Size is BINARY.SIZE when the server has BINARY, else estimatedSize.
-	Size   int64 `json:"size" desc:"decoded size in bytes (exact when the server supports BINARY, else estimated from the encoded size)"`
+	// Size is BINARY.SIZE where binarySized allows, else estimatedSize.
+	Size   int64 `json:"size" desc:"decoded size in bytes: exact when the mail server reports it (BINARY), else estimated from the encoded size (base64 within about 1%; quoted-printable an upper bound)"`
 	Inline bool  `json:"inline,omitempty" desc:"shown in the body by mail clients (an image of the HTML body) rather than as a separate file"`
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 )
 
 // Query is a search; every criterion set must match (AND).
@@ -19,12 +20,16 @@ type Query struct {
 	Since, Before                     time.Time // dates; only the day counts (IMAP semantics)
 	Seen, Flagged, Answered           *bool
 	Larger, Smaller                   int64
+	// Tag matches messages carrying this tag in X-Mailbox-Tags. The server
+	// searches a substring of the header; results are then filtered on
+	// the exact tag list, so "urgent" does not match "not-urgent".
+	Tag string
 }
 
 func (q Query) empty() bool {
 	return q.Text == "" && q.From == "" && q.To == "" && q.Cc == "" && q.Subject == "" && q.Body == "" &&
 		q.Since.IsZero() && q.Before.IsZero() && q.Seen == nil && q.Flagged == nil && q.Answered == nil &&
-		q.Larger == 0 && q.Smaller == 0
+		q.Larger == 0 && q.Smaller == 0 && q.Tag == ""
 }
 
 // key identifies the query for binding cursors to it.
@@ -37,7 +42,7 @@ func (q Query) key() string {
 	}
 	return queryKey(fmt.Sprintf("%q", []string{q.Text, q.From, q.To, q.Cc, q.Subject, q.Body,
 		q.Since.Format(time.DateOnly), q.Before.Format(time.DateOnly), tri(q.Seen), tri(q.Flagged), tri(q.Answered),
-		fmt.Sprint(q.Larger), fmt.Sprint(q.Smaller)}))
+		fmt.Sprint(q.Larger), fmt.Sprint(q.Smaller), q.Tag}))
 }
 
 func (q Query) criteria() *imap.SearchCriteria {
@@ -48,7 +53,7 @@ func (q Query) criteria() *imap.SearchCriteria {
 	if q.Body != "" {
 		c.Body = []string{q.Body}
 	}
-	for _, h := range []struct{ k, v string }{{"From", q.From}, {"To", q.To}, {"Cc", q.Cc}, {"Subject", q.Subject}} {
+	for _, h := range []struct{ k, v string }{{"From", q.From}, {"To", q.To}, {"Cc", q.Cc}, {"Subject", q.Subject}, {mailmsg.TagsHeader, q.Tag}} {
 		if h.v != "" {
 			c.Header = append(c.Header, imap.SearchCriteriaHeaderField{Key: h.k, Value: h.v})
 		}
@@ -70,7 +75,12 @@ func (q Query) criteria() *imap.SearchCriteria {
 
 func (q Query) check() error {
 	if q.empty() {
-		return mailerr.New(mailerr.BadInput, "the search is empty: give at least one criterion (text, from, to, cc, subject, body, since, before, seen, flagged, answered, larger or smaller)")
+		return mailerr.New(mailerr.BadInput, "the search is empty: give at least one criterion (text, from, to, cc, subject, body, since, before, seen, flagged, answered, larger, smaller or tag)")
+	}
+	if q.Tag != "" {
+		if err := mailmsg.CheckTag(q.Tag); err != nil {
+			return err
+		}
 	}
 	for _, s := range []string{q.Text, q.From, q.To, q.Cc, q.Subject, q.Body} {
 		if strings.ContainsAny(s, "\r\n\x00") {
@@ -142,12 +152,21 @@ func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Qu
 				return err
 			}
 		}
+		// The page continues below the lowest UID examined, whether or not
+		// the exact tag filter kept it.
+		lowest := uint32(0)
+		if len(uids) > 0 {
+			lowest = uint32(uids[0])
+		}
+		if q.Tag != "" {
+			msgs = slices.DeleteFunc(msgs, func(m Summary) bool { return !slices.Contains(m.Tags, q.Tag) })
+		}
 		if page, err = conn.newPage(folder, status, cur, msgs, limit); err != nil {
 			return err
 		}
 		page.Matched = &matched
-		if n := len(page.Messages); matched > uint32(n) && n > 0 {
-			page.NextCursor = cursor{V: 1, Folder: folder, UV: page.UIDValidity, Before: page.Messages[n-1].UID, Query: qk}.encode()
+		if matched > uint32(len(uids)) && lowest > 1 {
+			page.NextCursor = cursor{V: 1, Folder: folder, UV: page.UIDValidity, Before: lowest, Query: qk}.encode()
 		}
 		return nil
 	})

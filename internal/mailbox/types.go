@@ -37,6 +37,7 @@ type Summary struct {
 	Size           int64     `json:"size"`
 	HasAttachments bool      `json:"has_attachments" desc:"true when the message has a part a mail client shows as an attachment: the same parts the read lists"`
 	Preview        string    `json:"preview,omitempty" desc:"the start of the body's first text part (text/plain preferred, HTML converted), one line; absent when that part is not at the start of the message"`
+	Tags           []string  `json:"tags,omitempty" desc:"the message's tags (X-Mailbox-Tags header), as agents set them when sending"`
 }
 
 // Page is one page of a folder listing or a search, newest first.

@@ -9,8 +9,6 @@ package mailerr
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -68,6 +66,10 @@ type Error struct {
 	// Step is what was under way when a Timeout happened, in words that
 	// complete "while ..." ("logging in to the mail server").
 	Step string
+	// Cause is the class of a connection failure for the log (see Cause),
+	// set by the layer that recognised it (transport: dns, dial_refused,
+	// dial_unreachable, tls).
+	Cause string
 }
 
 func (e *Error) Error() string {
@@ -149,38 +151,21 @@ func TimedOut(ctx context.Context, step string) *Error {
 }
 
 // Cause names the class of a connection failure for the log, without
-// secrets: dns, dial_refused, dial_unreachable, tls, timeout, closed, auth,
-// or "" when err is none of these.
+// secrets: what the layer that recognised it recorded (dns, dial_refused,
+// dial_unreachable, tls), else auth, timeout, closed, or "" when err is
+// none of these.
 func Cause(err error) string {
-	if err == nil {
-		return ""
+	for x := err; x != nil; x = errors.Unwrap(x) {
+		if e, ok := x.(*Error); ok && e.Cause != "" {
+			return e.Cause
+		}
 	}
-	var (
-		dnsErr    *net.DNSError
-		unknownCA x509.UnknownAuthorityError
-		hostname  x509.HostnameError
-		invalid   x509.CertificateInvalidError
-		verify    *tls.CertificateVerificationError
-		record    tls.RecordHeaderError
-		alert     tls.AlertError
-		netErr    net.Error
-		opErr     *net.OpError
-	)
+	var netErr net.Error
 	switch {
+	case err == nil:
+		return ""
 	case KindOf(err) == Auth:
 		return "auth"
-	case errors.As(err, &dnsErr):
-		return "dns"
-	case errors.Is(err, syscall.ECONNREFUSED):
-		return "dial_refused"
-	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return "dial_unreachable"
-	case errors.As(err, &unknownCA), errors.As(err, &hostname), errors.As(err, &invalid),
-		errors.As(err, &verify), errors.As(err, &record), errors.As(err, &alert),
-		// crypto/tls reports an alert from the peer as a net.OpError
-		// "remote error" (tls.AlertError is for QUIC only).
-		errors.As(err, &opErr) && opErr.Op == "remote error":
-		return "tls"
 	case KindOf(err) == Timeout, errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &netErr) && netErr.Timeout():
 		return "timeout"

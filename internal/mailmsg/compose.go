@@ -61,6 +61,10 @@ type Draft struct {
 	InReplyTo  string
 	References []string
 
+	// Tags are short labels written as the X-Mailbox-Tags header, for
+	// agents that filter their mail by them (see CheckTag).
+	Tags []string
+
 	Date            time.Time // zero means now
 	MessageIDDomain string    // right-hand side of the generated Message-ID; default: the From domain
 
@@ -163,6 +167,14 @@ func Compose(d Draft) (raw []byte, messageID string, err error) {
 	}
 	if len(refs) > 0 {
 		hdr.add("References", "<"+strings.Join(refs, "> <")+">")
+	}
+	if len(d.Tags) > 0 {
+		for _, t := range d.Tags {
+			if err := CheckTag(t); err != nil {
+				return nil, "", err
+			}
+		}
+		hdr.add(TagsHeader, strings.Join(d.Tags, ", "))
 	}
 	hdr.add("MIME-Version", "1.0")
 

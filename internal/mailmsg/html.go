@@ -794,7 +794,9 @@ func (c *htmlConv) endTag(name string) {
 	case name == "body" || name == "html":
 		return // text after them still goes into the body
 	case name == "p":
-		i = c.inScope("p", c.buttonBound())
+		if i = c.inScope("p", c.buttonBound()); i < 0 && !c.cur().drop {
+			c.want(2) // a browser shows an empty paragraph
+		}
 	case name == "li":
 		i = c.inScope("li", c.listItemBound())
 	case isHeading(name):

@@ -158,6 +158,7 @@ func TestHTMLHiddenElements(t *testing.T) {
 		{"formatting element reopened after its paragraph", `<p><font style="display:none">` + secret + `</p><p>more secret</p>`, "", 1},
 		{"misnested formatting end tag keeps the block hidden", `<b><div style="display:none">` + secret + `</b>more secret</div>b`, "b", 1},
 		{"deeper than the element cap stays hidden", `<div style="display:none">` + strings.Repeat("<div>", 600) + secret + strings.Repeat("</div>", 600) + `</div>b`, "b", 1},
+		{"end tag of no open paragraph is an empty paragraph", `a</p>b</div>c`, "a\n\nbc", 0},
 		{"head text moves to the body", `<head><title>t</title>Visible</head>`, "Visible", 0},
 
 		// Look-alikes that stay visible.

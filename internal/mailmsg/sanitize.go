@@ -575,17 +575,13 @@ func markerCloseAt(s string, i, floor int) (start, end int) {
 		}
 		k -= size
 	}
+	// The word before them. Its length is not capped: a word holds no
+	// angle bracket, so each word is looked at by one run only.
 	wordEnd := k
-	for n := 0; ; n++ {
-		if k <= floor {
-			break
-		}
+	for k > floor {
 		r, size := utf8.DecodeLastRuneInString(s[floor:k])
 		if foldLetter(r) == 0 && !isDash(r) && !isMark(r) {
 			break
-		}
-		if n == 80 {
-			return -1, -1
 		}
 		k -= size
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -97,6 +98,7 @@ type Message struct {
 	To, Cc, Bcc, ReplyTo []string
 	Subject, Text, HTML  string
 	Attachments          []Attachment
+	Tags                 []string
 }
 
 // Reply answers message UID of Folder.
@@ -109,6 +111,7 @@ type Reply struct {
 	Cc, Bcc     []string
 	Text, HTML  string
 	Attachments []Attachment
+	Tags        []string
 }
 
 // Result is the outcome of a send that reached the mail server.
@@ -125,6 +128,7 @@ type Result struct {
 	References []string            `json:"references,omitempty" desc:"reply only: the thread's Message-IDs, oldest first"`
 	SentCopy   SentCopy            `json:"sent_copy" desc:"whether a copy was saved in the Sent folder, where, or why not"`
 	Original   *Replied            `json:"original,omitempty" desc:"reply only: the message answered"`
+	Tags       []string            `json:"tags,omitempty" desc:"the tags the message carries (X-Mailbox-Tags)"`
 	Warnings   []string            `json:"warnings,omitempty" desc:"things that did not go as asked but did not stop the message"`
 }
 
@@ -158,6 +162,9 @@ func (o *Outbox) Send(ctx context.Context, creds credentials.Credentials, m Mess
 	if err != nil {
 		return nil, err
 	}
+	if d.Tags, err = checkTags(m.Tags); err != nil {
+		return nil, err
+	}
 	for _, f := range []struct {
 		name string
 		in   []string
@@ -178,6 +185,9 @@ func (o *Outbox) Send(ctx context.Context, creds credentials.Credentials, m Mess
 func (o *Outbox) Reply(ctx context.Context, creds credentials.Credentials, r Reply) (*Result, error) {
 	d, err := o.draft(creds, r.From, "", r.Text, r.HTML, r.Attachments)
 	if err != nil {
+		return nil, err
+	}
+	if d.Tags, err = checkTags(r.Tags); err != nil {
 		return nil, err
 	}
 	extraCc, err := parseAddresses("cc", r.Cc)
@@ -256,6 +266,23 @@ func (o *Outbox) draft(creds credentials.Credentials, from, subject, text, html 
 		d.Attachments = append(d.Attachments, mailmsg.OutAttachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data})
 	}
 	return d, nil
+}
+
+// checkTags checks and normalises the tags of a message.
+func checkTags(tags []string) ([]string, error) {
+	if len(tags) > mailmsg.MaxTags {
+		return nil, mailerr.Newf(mailerr.BadInput, "tags: at most %d tags (got %d)", mailmsg.MaxTags, len(tags))
+	}
+	var out []string
+	for _, t := range tags {
+		if err := mailmsg.CheckTag(t); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // mayUseSender applies the sender policy: under FromLogin the address
@@ -389,7 +416,7 @@ func (o *Outbox) deliver(ctx context.Context, creds credentials.Credentials, d m
 	res := &Result{
 		MessageID: id, From: display(d.From), Subject: d.Subject,
 		To: addrStrings(d.To), Cc: addrStrings(d.Cc), Bcc: addrStrings(d.Bcc),
-		Accepted: sent.Accepted, InReplyTo: d.InReplyTo, References: d.References,
+		Accepted: sent.Accepted, InReplyTo: d.InReplyTo, References: d.References, Tags: d.Tags,
 	}
 	if res.To == nil {
 		res.To = []string{}

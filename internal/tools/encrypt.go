@@ -60,7 +60,7 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 		// Sealed first: credentials that cannot become a token are refused
 		// without a login at the mail server.
 		token, err := c.Sealer.Seal(creds)
-		if errors.Is(err, credentials.ErrNotUTF8) || errors.Is(err, credentials.ErrTooLong) {
+		if errors.Is(err, credentials.ErrNotUTF8) || errors.Is(err, credentials.ErrTooLong) || errors.Is(err, credentials.ErrNUL) {
 			return EncryptResult{}, mailerr.Wrap(mailerr.BadInput, err, err.Error())
 		}
 		if err != nil {

@@ -13,6 +13,7 @@ type pageArgs struct {
 	Folder string `json:"folder" max:"1000" desc:"Folder name as returned by imap_list_folders (default INBOX)."`
 	Limit  int    `json:"limit" min:"1" max:"100" default:"20" desc:"How many messages (default 20, at most 100)."`
 	Cursor string `json:"cursor" max:"2000" desc:"next_cursor of the previous page, to get the next (older) page."`
+	Tag    string `json:"tag" max:"32" desc:"Only messages carrying this tag (the X-Mailbox-Tags header the sending tools write)."`
 }
 
 func (a pageArgs) options() mailbox.ListOptions {
@@ -40,6 +41,10 @@ var listEmails = Def[pageArgs, PageResult]{
 		"Pass next_cursor to get the next (older) page. Also returns the folder's total and unread counts. Never marks anything as read.",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
 	Run: func(ctx context.Context, c *Call, a pageArgs) (PageResult, error) {
+		if a.Tag != "" {
+			// Filtering by tag is a search; the page looks the same.
+			return pageResult(c.Mailbox.Search(ctx, c.Creds, mailbox.Query{Tag: a.Tag}, a.options()))
+		}
 		return pageResult(c.Mailbox.ListEmails(ctx, c.Creds, a.options()))
 	},
 	Text:    func(r PageResult) string { return pageText(r, false) },
@@ -65,7 +70,7 @@ type searchArgs struct {
 
 func (a searchArgs) query() (mailbox.Query, error) {
 	q := mailbox.Query{Text: a.Text, From: a.From, To: a.To, Cc: a.Cc, Subject: a.Subject, Body: a.Body,
-		Seen: a.Seen, Flagged: a.Flagged, Answered: a.Answered, Larger: a.Larger, Smaller: a.Smaller}
+		Seen: a.Seen, Flagged: a.Flagged, Answered: a.Answered, Larger: a.Larger, Smaller: a.Smaller, Tag: a.Tag}
 	var err error
 	if q.Since, err = parseDate("since", a.Since); err != nil {
 		return q, err
@@ -140,6 +145,9 @@ func pageText(r PageResult, search bool) string {
 			}
 			if m.HasAttachments {
 				marks += " [attachments]"
+			}
+			if len(m.Tags) > 0 {
+				marks += " [tags: " + strings.Join(m.Tags, ", ") + "]"
 			}
 			fmt.Fprintf(&b, "- uid %d | %s | %s | %s%s\n", m.UID, m.Date.Format("2006-01-02 15:04 -0700"), who, line(m.Subject), marks)
 			if m.Preview != "" {

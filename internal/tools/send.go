@@ -30,6 +30,7 @@ type sendArgs struct {
 	Attachments []AttachmentArg `json:"attachments" max:"100" desc:"Files to attach."`
 	From        string          `json:"from" max:"1000" desc:"Sender, \"Name <user@example.com>\"; default: the logged-in user."`
 	ReplyTo     []string        `json:"reply_to" max:"100" desc:"Addresses replies should go to (Reply-To), if not the sender."`
+	Tags        []string        `json:"tags" max:"10" desc:"Short labels (lower-case letters, digits, . _ -; up to 32 characters each) carried in the X-Mailbox-Tags header, for agents that filter their inbox by tag."`
 }
 
 type replyArgs struct {
@@ -42,6 +43,7 @@ type replyArgs struct {
 	Bcc         []string        `json:"bcc" max:"1000" desc:"Blind-copy recipients."`
 	Attachments []AttachmentArg `json:"attachments" max:"100" desc:"Files to attach."`
 	From        string          `json:"from" max:"1000" desc:"Sender, \"Name <user@example.com>\"; default: the logged-in user."`
+	Tags        []string        `json:"tags" max:"10" desc:"Short labels carried in the X-Mailbox-Tags header (as for smtp_send_email)."`
 }
 
 // SendResult is the result of the sending tools.
@@ -66,7 +68,7 @@ var sendEmail = Def[sendArgs, SendResult]{
 			return SendResult{}, err
 		}
 		res, err := c.Outbox.Send(ctx, c.Creds, outbox.Message{From: a.From, To: a.To, Cc: a.Cc, Bcc: a.Bcc, ReplyTo: a.ReplyTo,
-			Subject: a.Subject, Text: a.Text, HTML: a.HTML, Attachments: atts})
+			Subject: a.Subject, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags})
 		return valueOf(res), err
 	},
 	Text: sendText,
@@ -90,7 +92,7 @@ var replyEmail = Def[replyArgs, SendResult]{
 			return SendResult{}, err
 		}
 		res, err := c.Outbox.Reply(ctx, c.Creds, outbox.Reply{Folder: a.Folder, UID: a.UID, All: a.ReplyAll, From: a.From,
-			Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, HTML: a.HTML, Attachments: atts})
+			Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags})
 		return valueOf(res), err
 	},
 	Text:    sendText,

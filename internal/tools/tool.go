@@ -105,6 +105,9 @@ type Def[A, R any] struct {
 	// for real against the demo mailbox (a "uid" is replaced by the UID of
 	// the demo message the docs use).
 	Example map[string]any
+	// Timeout, when set, is the call's deadline instead of TOOL_TIMEOUT
+	// (a long poll waits longer than any other call).
+	Timeout func(d *Deps, args A) time.Duration
 }
 
 // Call is what Run gets besides its arguments: the dependencies and the
@@ -112,6 +115,11 @@ type Def[A, R any] struct {
 type Call struct {
 	*Deps
 	Creds credentials.Credentials
+	// Progress reports that a long call is still under way; it does
+	// nothing when the client did not ask.
+	Progress ProgressFunc
+	// Limit is the call's deadline, counted from its start.
+	Limit time.Duration
 }
 
 // Tool is a Def bound to its dependencies: the MCP definition and handler.
@@ -119,7 +127,9 @@ type Tool struct {
 	Def     mcp.Tool
 	Handler server.ToolHandlerFunc
 	Access  Access
+	Sends   bool
 	Example map[string]any
+	invoke  func(ctx context.Context, raw any, progress ProgressFunc) Outcome
 }
 
 // definition is what the catalog holds: a Def of any argument and result
@@ -132,9 +142,60 @@ type definition interface {
 func (t Def[A, R]) enabled(d *Deps) bool { return !t.Sends || d.Outbox != nil }
 
 func (t Def[A, R]) bind(d *Deps) Tool {
-	return Tool{Def: t.spec(d), Access: t.Access, Example: t.Example, Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return t.handle(ctx, d, req.Params.Arguments), nil
-	}}
+	invoke := func(ctx context.Context, raw any, progress ProgressFunc) Outcome {
+		return t.invoke(ctx, d, raw, progress)
+	}
+	return Tool{Def: t.spec(d), Access: t.Access, Example: t.Example, Sends: t.Sends, invoke: invoke,
+		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			o := invoke(ctx, req.Params.Arguments, mcpProgress(ctx, req))
+			if o.Failed {
+				return mcp.NewToolResultError(o.Text), nil
+			}
+			return mcp.NewToolResultStructured(o.Structured, o.Text), nil
+		}}
+}
+
+// Outcome is one call's result as the adapter made it, for any front end
+// (MCP, the REST mirror): the structured result and its text, or the
+// failure's kind and sentence.
+type Outcome struct {
+	Structured any
+	Text       string
+	Failed     bool
+	Kind       mailerr.Kind
+}
+
+// Invoke calls the tool with raw arguments (a JSON object as decoded by
+// encoding/json) through the same adapter as MCP. progress may be nil.
+func (t Tool) Invoke(ctx context.Context, raw any, progress ProgressFunc) Outcome {
+	return t.invoke(ctx, raw, progress)
+}
+
+// ProgressFunc reports that a long call is still under way (MCP progress
+// notifications); done and total are in the tool's own units.
+type ProgressFunc func(done, total float64, message string)
+
+// mcpProgress sends MCP progress notifications when the client asked for
+// them with a progress token; otherwise it does nothing.
+func mcpProgress(ctx context.Context, req mcp.CallToolRequest) ProgressFunc {
+	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
+		return nil
+	}
+	token := req.Params.Meta.ProgressToken
+	srv := server.ServerFromContext(ctx)
+	if srv == nil {
+		return nil
+	}
+	return func(done, total float64, message string) {
+		params := map[string]any{"progressToken": token, "progress": done}
+		if total > 0 {
+			params["total"] = total
+		}
+		if message != "" {
+			params["message"] = message
+		}
+		_ = srv.SendNotificationToClient(ctx, "notifications/progress", params)
+	}
 }
 
 // credentialsDescription is the credentials argument every mailbox tool
@@ -165,12 +226,15 @@ func (t Def[A, R]) spec(d *Deps) mcp.Tool {
 
 func ptr[T any](v T) *T { return &v }
 
+// limitKey carries a call's deadline, for the sentence saying it passed.
+type limitKey struct{}
+
 // errCallTimeout is the cause of a call's context when TOOL_TIMEOUT ends
 // it, to tell that apart from the mail layers' own per-operation timeouts.
 var errCallTimeout = errors.New("tool call timeout")
 
-// handle is the one handler of every tool.
-func (t Def[A, R]) handle(ctx context.Context, d *Deps, raw any) (res *mcp.CallToolResult) {
+// invoke is the one handler of every tool.
+func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress ProgressFunc) (out Outcome) {
 	rec := reqlog.FromContext(ctx)
 	rec.SetTool(t.Name)
 	// One bad message must never take the gateway down; the stack goes to
@@ -179,12 +243,9 @@ func (t Def[A, R]) handle(ctx context.Context, d *Deps, raw any) (res *mcp.CallT
 		if v := recover(); v != nil {
 			d.Log.ErrorContext(ctx, "panic in tool", "tool", t.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			rec.SetOutcome("panic")
-			res = mcp.NewToolResultError(mailerr.Message(errors.New("panic")))
+			out = Outcome{Failed: true, Kind: mailerr.Internal, Text: mailerr.Message(errors.New("panic"))}
 		}
 	}()
-	ctx, cancel := context.WithTimeoutCause(ctx, d.callTimeout(), errCallTimeout)
-	defer cancel()
-
 	token, raw, err := t.takeToken(raw)
 	if err != nil {
 		return d.fail(ctx, err)
@@ -193,7 +254,16 @@ func (t Def[A, R]) handle(ctx context.Context, d *Deps, raw any) (res *mcp.CallT
 	if err != nil {
 		return d.fail(ctx, err)
 	}
-	call := &Call{Deps: d}
+	limit := d.callTimeout()
+	if t.Timeout != nil {
+		limit = t.Timeout(d, args)
+	}
+	ctx, cancel := context.WithTimeoutCause(context.WithValue(ctx, limitKey{}, limit), limit, errCallTimeout)
+	defer cancel()
+	call := &Call{Deps: d, Progress: progress, Limit: limit}
+	if call.Progress == nil {
+		call.Progress = func(float64, float64, string) {}
+	}
 	if !t.OwnCredentials {
 		if call.Creds, err = d.credentialsFor(ctx, token); err != nil {
 			return d.fail(ctx, err)
@@ -204,7 +274,7 @@ func (t Def[A, R]) handle(ctx context.Context, d *Deps, raw any) (res *mcp.CallT
 		return d.fail(ctx, err)
 	}
 	rec.SetOutcome("ok")
-	return mcp.NewToolResultStructured(r, t.Text(r))
+	return Outcome{Structured: r, Text: t.Text(r)}
 }
 
 // takeToken removes the credentials argument, which the adapter handles,
@@ -268,7 +338,7 @@ func (d *Deps) admit(ctx context.Context, creds credentials.Credentials) error {
 // the outcome (and for connection failures their class) for the request's
 // log line. Unclassified errors get generic text: the cause goes to the
 // log only.
-func (d *Deps) fail(ctx context.Context, err error) *mcp.CallToolResult {
+func (d *Deps) fail(ctx context.Context, err error) Outcome {
 	kind := mailerr.KindOf(err)
 	rec := reqlog.FromContext(ctx)
 	rec.SetOutcome(kind.String())
@@ -278,7 +348,7 @@ func (d *Deps) fail(ctx context.Context, err error) *mcp.CallToolResult {
 	} else {
 		d.Log.DebugContext(ctx, "tool error", "kind", kind.String(), "err", err)
 	}
-	return mcp.NewToolResultError(d.advise(ctx, err))
+	return Outcome{Failed: true, Kind: kind, Text: d.advise(ctx, err)}
 }
 
 // advise is the sentence for err: the mail layers' facts, the call's own
@@ -288,7 +358,11 @@ func (d *Deps) advise(ctx context.Context, err error) string {
 	msg := mailerr.Message(err)
 	kind := mailerr.KindOf(err)
 	if (kind == mailerr.Timeout || kind == mailerr.Busy) && errors.Is(context.Cause(ctx), errCallTimeout) {
-		msg = fmt.Sprintf("the call did not finish within the gateway's limit of %s for one call (TOOL_TIMEOUT)", d.callTimeout())
+		limit, ok := ctx.Value(limitKey{}).(time.Duration)
+		if !ok {
+			limit = d.callTimeout()
+		}
+		msg = fmt.Sprintf("the call did not finish within the gateway's limit of %s for one call (TOOL_TIMEOUT)", limit)
 		if step := mailerr.StepOf(err); step != "" {
 			msg += "; it ran out while " + step
 		}

@@ -85,7 +85,7 @@ func line(s string) string { return mailmsg.SanitizeLine(s) }
 
 // Fields of list and search results that hold mail content.
 var pageUntrustedFields = []string{
-	"messages[].from", "messages[].to", "messages[].cc", "messages[].subject", "messages[].preview",
+	"messages[].from", "messages[].to", "messages[].cc", "messages[].subject", "messages[].preview", "messages[].tags",
 }
 
 // Fields of imap_read_email's result that hold mail content.

@@ -133,17 +133,22 @@ func (e Endpoint) Classify(ctx context.Context, step string, err error) *mailerr
 	if ctx.Err() != nil {
 		return mailerr.TimedOut(ctx, step)
 	}
+	unavailable := func(cause, msg string) *mailerr.Error {
+		me := mailerr.Wrap(mailerr.Unavailable, err, msg)
+		me.Cause = cause
+		return me
+	}
 	if msg := e.tlsProblem(err); msg != "" {
-		return mailerr.Wrap(mailerr.Unavailable, err, msg)
+		return unavailable("tls", msg)
 	}
 	var dnsErr *net.DNSError
 	switch {
 	case errors.As(err, &dnsErr):
-		return mailerr.Wrap(mailerr.Unavailable, err, e.server()+"'s host name could not be resolved")
+		return unavailable("dns", e.server()+"'s host name could not be resolved")
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return mailerr.Wrap(mailerr.Unavailable, err, e.server()+" could not be reached (connection refused)")
+		return unavailable("dial_refused", e.server()+" could not be reached (connection refused)")
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return mailerr.Wrap(mailerr.Unavailable, err, e.server()+" could not be reached (no route to its address)")
+		return unavailable("dial_unreachable", e.server()+" could not be reached (no route to its address)")
 	}
 	return nil
 }

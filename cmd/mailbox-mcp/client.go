@@ -1,0 +1,449 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/buildinfo"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
+)
+
+// The client commands call a running gateway's REST mirror (/v1/), for
+// shell scripts and hooks: one command per route, flags named after the
+// tool arguments, the tool's text form by default or its structured
+// result with --json, and exit codes a script can branch on.
+
+// Exit codes of the client commands.
+const (
+	exitFound       = 0   // found something, or done
+	exitNothing     = 1   // nothing: no unread mail, no message, the wait timed out
+	exitUsage       = 2   // bad flags or arguments, or a bad MAILBOX_URL
+	exitUnavailable = 3   // the gateway cannot be reached, or it answered 5xx
+	exitRefused     = 4   // the gateway refused the call (4xx: bad argument, credentials, no such message)
+	exitInterrupted = 130 // interrupted (Ctrl-C)
+)
+
+const clientHelp = `Exit status:
+  0  found or done (peek: unread mail; check, wait, list: at least one message)
+  1  nothing (peek: no unread mail; check, list: no message; wait: timed out)
+  2  usage error (bad flags or arguments, or a bad MAILBOX_URL)
+  3  the gateway is unavailable (cannot connect, or it answered 5xx: the mail
+     server is down, busy or too slow)
+  4  the gateway refused the call (a bad argument, missing or wrong
+     credentials, no such message or folder)
+
+Environment:
+  MAILBOX_URL    the gateway, e.g. https://mail-gateway.example.com (default:
+                 the local gateway, http://127.0.0.1:$PORT, PORT 3000)
+  MAILBOX_TOKEN  a credentials token (from 'mailbox-mcp token'); or else
+  IMAP_USER, IMAP_PASS  the mailbox login
+
+Output: the text an MCP client sees, or with --json the structured result
+(one JSON object; see /v1/openapi.json for its schema). Errors go to stderr.
+`
+
+// argKind is how a flag's value becomes a tool argument.
+type argKind int
+
+const (
+	argString argKind = iota
+	argInt
+	argBool
+	argList  // repeatable flag: a list
+	argFalse // a bool flag that, when given, sets the argument to false
+)
+
+type clientFlag struct {
+	name, arg string
+	kind      argKind
+	usage     string
+}
+
+type clientCommand struct {
+	method, path string
+	summary      string
+	// positional names the one positional argument, which fills {uid} in
+	// path ("" when the command takes none).
+	positional string
+	flags      []clientFlag
+	// nothing reports a result that found nothing: exit status 1.
+	nothing func(result map[string]any) bool
+}
+
+var (
+	folderFlag = clientFlag{"folder", "folder", argString, "folder (default INBOX)"}
+	tagFlag    = clientFlag{"tag", "tag", argString, "only messages carrying this tag"}
+	fromFlag   = clientFlag{"from", "from", argString, "only messages from this sender (name or address)"}
+)
+
+var clientCommands = map[string]clientCommand{
+	"send": {
+		method: http.MethodPost, path: "/v1/send",
+		summary: "Send an email. --text - reads the body from standard input.",
+		flags: []clientFlag{
+			{"to", "to", argList, "recipient (repeat for several)"},
+			{"cc", "cc", argList, "carbon-copy recipient (repeatable)"},
+			{"bcc", "bcc", argList, "blind-copy recipient (repeatable)"},
+			{"subject", "subject", argString, "subject"},
+			{"text", "text", argString, "plain-text body; - reads standard input"},
+			{"html", "html", argString, "HTML body, sent alongside the text"},
+			{"from", "from", argString, `sender, "Name <user@example.com>" (default: the logged-in user)`},
+			{"reply-to", "reply_to", argList, "Reply-To address (repeatable)"},
+			{"tag", "tags", argList, "tag carried in the X-Mailbox-Tags header (repeatable)"},
+		},
+	},
+	"peek": {
+		method: http.MethodGet, path: "/v1/peek",
+		summary: "Look at the unread mail without changing anything: counts and who it is from.\nExit status 1 when there is no unread mail.",
+		flags:   []clientFlag{folderFlag, tagFlag},
+		nothing: func(r map[string]any) bool { n, ok := r["unread"].(float64); return ok && n == 0 },
+	},
+	"check": {
+		method: http.MethodPost, path: "/v1/check-inbox",
+		summary: "Take the unread messages, oldest first, with their text, and mark exactly\nthose as read: no other caller gets them again. Exit status 1 when there are none.",
+		flags:   []clientFlag{folderFlag, {"limit", "limit", argInt, "at most this many messages"}, tagFlag, fromFlag},
+		nothing: noMessages,
+	},
+	"wait": {
+		method: http.MethodGet, path: "/v1/wait",
+		summary: "Wait until a new message matching the filters arrives, or the timeout runs out\n(exit status 1).",
+		flags: []clientFlag{
+			{"timeout", "timeout_s", argInt, "seconds to wait at most (the gateway's default when not given)"},
+			folderFlag, tagFlag, fromFlag,
+			{"since-uid", "since_uid", argInt, "return messages with a UID above this one (the cursor of the last wait)"},
+			{"unread-only", "unread_only", argBool, "only unread messages (the gateway's default: true)"},
+		},
+		nothing: noMessages,
+	},
+	"list": {
+		method: http.MethodGet, path: "/v1/emails",
+		summary: "List the messages of a folder, newest first (a search when --from, --subject,\n--unread or --tag is given). Exit status 1 when there are none.",
+		flags: []clientFlag{
+			folderFlag,
+			{"limit", "limit", argInt, "how many messages"},
+			{"cursor", "cursor", argString, "next_cursor of the previous page"},
+			tagFlag, fromFlag,
+			{"subject", "subject", argString, "only messages whose subject contains this"},
+			{"unread", "seen", argFalse, "only unread messages"},
+		},
+		nothing: noMessages,
+	},
+	"read": {
+		method: http.MethodGet, path: "/v1/emails/{uid}", positional: "UID",
+		summary: "Read one message (reading never marks it as read).",
+		flags: []clientFlag{
+			folderFlag,
+			{"max-chars", "max_chars", argInt, "most characters of body text"},
+			{"offset", "offset", argInt, "character offset to start the body at (next_offset)"},
+		},
+	},
+}
+
+func noMessages(r map[string]any) bool {
+	list, ok := r["messages"].([]any)
+	return ok && len(list) == 0
+}
+
+// listFlag is a repeatable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func cmdClient(name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cc := clientCommands[name]
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	synopsis := name + " [options]"
+	if cc.positional != "" {
+		synopsis = name + " " + cc.positional + " [options]"
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: mailbox-mcp %s\n\n%s\nCalls %s %s on a running gateway.\n\nOptions:\n", synopsis, cc.summary, cc.method, cc.path)
+		fs.PrintDefaults()
+		fmt.Fprintf(stderr, "\n%s", clientHelp)
+	}
+	env := config.ClientEnv()
+	base := fs.String("url", env.URL, "the gateway's URL (MAILBOX_URL)")
+	asJSON := fs.Bool("json", false, "print the structured result as JSON instead of text")
+	values := map[string]any{}
+	for _, f := range cc.flags {
+		switch f.kind {
+		case argString:
+			values[f.name] = fs.String(f.name, "", f.usage)
+		case argInt:
+			values[f.name] = fs.Int64(f.name, 0, f.usage)
+		case argBool, argFalse:
+			values[f.name] = fs.Bool(f.name, false, f.usage)
+		case argList:
+			l := &listFlag{}
+			fs.Var(l, f.name, f.usage)
+			values[f.name] = l
+		}
+	}
+	positional, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	usageErr := func(format string, a ...any) int {
+		fmt.Fprintf(stderr, "mailbox-mcp %s: %s\n", name, fmt.Sprintf(format, a...))
+		fmt.Fprintf(stderr, "Run 'mailbox-mcp %s --help' for the options.\n", name)
+		return exitUsage
+	}
+	path := cc.path
+	switch {
+	case cc.positional != "" && len(positional) != 1:
+		return usageErr("expected one %s argument, got %d", cc.positional, len(positional))
+	case cc.positional == "" && len(positional) > 0:
+		return usageErr("unexpected argument %q", positional[0])
+	case cc.positional != "":
+		uid, err := strconv.ParseUint(positional[0], 10, 32)
+		if err != nil || uid == 0 {
+			return usageErr("%s must be a message UID, a whole number from 1 (got %q)", cc.positional, positional[0])
+		}
+		path = strings.Replace(path, "{uid}", strconv.FormatUint(uid, 10), 1)
+	}
+	endpoint, err := gatewayURL(*base, path)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+
+	// Only the flags given become arguments: the gateway has the defaults.
+	targs := map[string]any{}
+	var flagErr error
+	byName := map[string]clientFlag{}
+	for _, f := range cc.flags {
+		byName[f.name] = f
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		f, ok := byName[fl.Name]
+		if !ok {
+			return
+		}
+		switch f.kind {
+		case argString:
+			v := *values[f.name].(*string)
+			if f.name == "text" && v == "-" {
+				b, err := io.ReadAll(stdin)
+				if err != nil {
+					flagErr = fmt.Errorf("cannot read the text from standard input: %v", err)
+				}
+				v = string(b)
+			}
+			targs[f.arg] = v
+		case argInt:
+			targs[f.arg] = *values[f.name].(*int64)
+		case argBool:
+			targs[f.arg] = *values[f.name].(*bool)
+		case argFalse:
+			if *values[f.name].(*bool) {
+				targs[f.arg] = false
+			}
+		case argList:
+			targs[f.arg] = []string(*values[f.name].(*listFlag))
+		}
+	})
+	if flagErr != nil {
+		return usageErr("%v", flagErr)
+	}
+	_, timeoutGiven := targs["timeout_s"]
+	limit := 5 * time.Minute
+	if name == "wait" && timeoutGiven {
+		limit = time.Duration(targs["timeout_s"].(int64))*time.Second + 2*time.Minute
+	}
+
+	ctx, cancel := signalContext()
+	defer cancel()
+	req, err := clientRequest(ctx, cc.method, endpoint, targs, env)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	client := &http.Client{Timeout: limit, Transport: &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}}
+	resp, err := client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			fmt.Fprintf(stderr, "mailbox-mcp %s: interrupted\n", name)
+			return exitInterrupted
+		}
+		fmt.Fprintf(stderr, "mailbox-mcp %s: cannot reach the gateway at %s: %v\n", name, gatewayBase(endpoint), unwrapURLError(err))
+		return exitUnavailable
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		fmt.Fprintf(stderr, "mailbox-mcp %s: the gateway's answer broke off: %v\n", name, err)
+		return exitUnavailable
+	}
+	if resp.StatusCode != http.StatusOK {
+		msg := errorMessage(resp, body)
+		if resp.StatusCode == http.StatusUnauthorized && env.Token == "" && env.User == "" {
+			msg += " (set MAILBOX_TOKEN, or IMAP_USER and IMAP_PASS)"
+		}
+		fmt.Fprintf(stderr, "mailbox-mcp %s: %s\n", name, msg)
+		if resp.StatusCode >= 500 {
+			return exitUnavailable
+		}
+		return exitRefused
+	}
+	var both struct {
+		Result json.RawMessage `json:"result"`
+		Text   *string         `json:"text"`
+	}
+	var result map[string]any
+	if json.Unmarshal(body, &both) != nil || both.Text == nil || json.Unmarshal(both.Result, &result) != nil {
+		fmt.Fprintf(stderr, "mailbox-mcp %s: %s did not answer like a mailbox-mcp gateway (is the URL right?)\n", name, gatewayBase(endpoint))
+		return exitUnavailable
+	}
+	if *asJSON {
+		stdout.Write(append(bytes.TrimSpace(both.Result), '\n'))
+	} else {
+		text := *both.Text
+		if !strings.HasSuffix(text, "\n") {
+			text += "\n"
+		}
+		io.WriteString(stdout, text)
+	}
+	if cc.nothing != nil && cc.nothing(result) {
+		return exitNothing
+	}
+	return exitFound
+}
+
+// parseInterleaved parses flags that may come before or after the
+// positional arguments ("read 42 --folder Sent").
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		// After "--" everything is positional.
+		if len(args) > len(rest) && args[len(args)-len(rest)-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
+	}
+}
+
+// gatewayURL makes the URL of path on the gateway at base. base may be
+// given with its /mcp or /v1 path, as people copy it from elsewhere.
+func gatewayURL(base, path string) (string, error) {
+	u, err := url.Parse(strings.TrimSpace(base))
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return "", fmt.Errorf("the gateway URL must be http:// or https:// with a host, like https://mail-gateway.example.com (got %q): set --url or MAILBOX_URL", base)
+	}
+	p := strings.TrimRight(u.Path, "/")
+	for _, suffix := range []string{"/mcp", "/v1"} {
+		p = strings.TrimSuffix(p, suffix)
+	}
+	u.Path, u.RawQuery, u.Fragment = p+path, "", ""
+	return u.String(), nil
+}
+
+// gatewayBase is the scheme and host of a URL, for messages.
+func gatewayBase(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return endpoint
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// clientRequest makes the call: GET arguments in the query, POST ones as
+// a JSON body, credentials in headers (never in the URL), and
+// format=both, so that one call (check consumes what it returns) gives
+// both the text and the result the exit status is read from.
+func clientRequest(ctx context.Context, method, endpoint string, args map[string]any, env config.Client) (*http.Request, error) {
+	q := url.Values{"format": {"both"}}
+	var body io.Reader
+	if method == http.MethodGet {
+		for k, v := range args {
+			switch x := v.(type) {
+			case []string:
+				q[k] = x
+			default:
+				q.Set(k, fmt.Sprint(x))
+			}
+		}
+	} else {
+		b, err := json.Marshal(args)
+		if err != nil {
+			return nil, err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, endpoint+"?"+q.Encode(), body)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "mailbox-mcp-cli/"+buildinfo.Version())
+	switch {
+	case env.Token != "":
+		req.Header.Set("X-Mailbox-Token", env.Token)
+	case env.User != "" || env.Password != "":
+		if env.User == "" || env.Password == "" {
+			return nil, errors.New("set both IMAP_USER and IMAP_PASS, or MAILBOX_TOKEN")
+		}
+		req.Header.Set("X-Imap-User", env.User)
+		req.Header.Set("X-Imap-Pass", env.Password)
+	}
+	return req, nil
+}
+
+// errorMessage is the sentence of a failed call: the mirror's
+// {"error":{"message"}}, the middleware's {"error": "..."}, or the status.
+func errorMessage(resp *http.Response, body []byte) string {
+	var e struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(body, &e) == nil && len(e.Error) > 0 {
+		var s string
+		if json.Unmarshal(e.Error, &s) == nil && s != "" {
+			return s
+		}
+		var d struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(e.Error, &d) == nil && d.Message != "" {
+			return d.Message
+		}
+	}
+	return fmt.Sprintf("the gateway answered %s", resp.Status)
+}
+
+// unwrapURLError drops net/http's "Get \"URL\":" prefix, which repeats
+// the URL the message already names.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}

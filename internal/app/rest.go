@@ -1,0 +1,26 @@
+package app
+
+import (
+	"net/http"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/rest"
+)
+
+// restRoutes is the REST mirror's route table (docs/rest.md): which tool
+// each /v1/ route calls. Everything else (parameters, bodies, answers,
+// errors, the OpenAPI document) internal/rest derives from the tools'
+// definitions. A route whose tool is not enabled answers 404.
+var restRoutes = []rest.Route{
+	{Method: http.MethodPost, Path: "/v1/send", Tools: []string{"smtp_send_email"}, Summary: "Send an email"},
+	{Method: http.MethodPost, Path: "/v1/reply", Tools: []string{"smtp_reply_email"}, Summary: "Reply to an email"},
+	{Method: http.MethodGet, Path: "/v1/peek", Tools: []string{"imap_peek_inbox"}, Summary: "Look at the unread count without changing anything"},
+	{Method: http.MethodPost, Path: "/v1/check-inbox", Tools: []string{"imap_check_inbox"}, Summary: "Take the unread messages (marks exactly those as read)"},
+	{Method: http.MethodGet, Path: "/v1/wait", Tools: []string{"imap_wait_for_email"}, Summary: "Wait for a new message (long poll)"},
+	// Without search criteria a listing; with any, a search.
+	{Method: http.MethodGet, Path: "/v1/emails", Tools: []string{"imap_list_emails", "imap_search_emails"}, Summary: "List or search the messages of a folder"},
+	{Method: http.MethodGet, Path: "/v1/emails/{uid}", Tools: []string{"imap_read_email"}, Summary: "Read one message"},
+	{Method: http.MethodGet, Path: "/v1/folders", Tools: []string{"imap_list_folders"}, Summary: "List the folders"},
+}
+
+// RESTRoutes returns the REST mirror's route table.
+func RESTRoutes() []rest.Route { return append([]rest.Route(nil), restRoutes...) }

@@ -1,0 +1,463 @@
+package mailbox
+
+// Consuming unread mail: return it and mark exactly that \Seen, so that
+// consumers on any number of gateways never get the same message twice.
+//
+// With CONDSTORE (RFC 7162) the claim is a conditional STORE: UID SEARCH
+// UNSEEN with a MODSEQ criterion answers the candidates and the highest
+// mod-sequence among them, M; UID STORE (UNCHANGEDSINCE M) +FLAGS.SILENT
+// (\Seen) then changes only the candidates that nobody changed since the
+// search, atomically in the server, and names the others in the tagged
+// OK [MODIFIED set]. What this STORE claimed is the candidates minus that
+// set. The untagged FETCH answers cannot tell it: go-imap (v2.0.0-beta.8)
+// hands the STORE every FETCH for its UIDs, including the unilateral ones
+// that report another session's change (Dovecot sends them in the same
+// answer), and it drops the MODIFIED code. So the claim runs on a
+// connection of its own whose wire is tapped for that one tagged line.
+
+import (
+	"bytes"
+	"context"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
+)
+
+// Consume limits.
+const (
+	DefaultConsumeLimit    = 10
+	MaxConsumeLimit        = 50
+	DefaultConsumeMaxChars = 20_000
+)
+
+// ConsumeOptions say which unread messages to take.
+type ConsumeOptions struct {
+	Folder string // default INBOX
+	// From matches a substring of the From header, as a search does.
+	From string
+	// Tag matches messages carrying exactly this tag (TagsHeader).
+	Tag string
+	// Limit is the most messages to take: default 10, at most 50.
+	Limit int
+	// MaxChars caps each message's text: default 20,000, at most
+	// MaxMaxChars. A longer text is cut (Truncated, NextOffset), as Read
+	// does; the rest can be read with Read.
+	MaxChars int
+}
+
+// Consumed is what one consume took.
+type Consumed struct {
+	Folder      string `json:"folder"`
+	UIDValidity uint32 `json:"uid_validity"`
+	// Messages are the messages taken, oldest first, each read as Read
+	// reads it; they are now \Seen.
+	Messages []Message `json:"messages" desc:"the unread messages taken, oldest first, each with its text as a read returns it; they are now marked read"`
+	More     bool      `json:"more" desc:"more unread messages matched than the limit; call again for the next ones"`
+	// ExactlyOnce says which guarantee held: true when the server has
+	// CONDSTORE and every message here was marked \Seen by this call
+	// alone, so no other consumer got or will get it; false on a server
+	// without it, where two consumers at the same moment can both get a
+	// message (at least once).
+	ExactlyOnce bool     `json:"exactly_once" desc:"true: no other consumer got or will get these messages (the mail server supports conditional stores); false: a consumer running at the same moment may have got some of them too"`
+	Warnings    []string `json:"warnings,omitempty"`
+}
+
+// Consume takes the unread messages of a folder that match o, oldest first,
+// and marks exactly those \Seen; see Consumed.ExactlyOnce for the guarantee.
+//
+// It first looks on a pooled connection (EXAMINE, one search), so that
+// finding nothing costs no more than a search. If a message cannot be read
+// after it was claimed, the claimed messages that were not returned are
+// marked unread again (on a fresh connection) so that another consumer gets
+// them; only if that fails too do they stay read without having been
+// returned.
+func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o ConsumeOptions) (*Consumed, error) {
+	folder := normFolder(o.Folder)
+	limit, maxChars := o.Limit, o.MaxChars
+	switch {
+	case limit == 0:
+		limit = DefaultConsumeLimit
+	case limit < 0 || limit > MaxConsumeLimit:
+		return nil, mailerr.Newf(mailerr.BadInput, "limit must be between 1 and %d", MaxConsumeLimit)
+	}
+	switch {
+	case maxChars == 0:
+		maxChars = DefaultConsumeMaxChars
+	case maxChars < 0 || maxChars > MaxMaxChars:
+		return nil, mailerr.Newf(mailerr.BadInput, "max_chars must be between 1 and %d", MaxMaxChars)
+	}
+	if err := checkTerm("from", o.From); err != nil {
+		return nil, err
+	}
+	var crit imap.SearchCriteria
+	if o.From != "" {
+		crit.Header = append(crit.Header, imap.SearchCriteriaHeaderField{Key: "From", Value: o.From})
+	}
+	if o.Tag != "" {
+		if err := CheckTag(o.Tag); err != nil {
+			return nil, err
+		}
+		crit.Header = append(crit.Header, tagCriterion(o.Tag))
+	}
+
+	var found, condStore bool
+	var uv uint32
+	err := c.do(ctx, creds, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
+		if _, err := conn.examine(folder); err != nil {
+			return err
+		}
+		cl := conn.client()
+		condStore = cl.Caps().Has(imap.CapCondStore) || cl.Caps().Has(imap.CapQResync)
+		uv = conn.uidValidity
+		uids, _, _, err := pickUnread(cl, crit, o.Tag, 1, false)
+		found = len(uids) > 0
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		return &Consumed{Folder: folder, UIDValidity: uv, Messages: []Message{}, ExactlyOnce: condStore}, nil
+	}
+	take := claimExactly
+	if !condStore {
+		take = claimLoosely
+	}
+	return take(ctx, c, creds, folder, crit, o.Tag, limit, maxChars)
+}
+
+// claimExactly claims with a conditional STORE on a tapped connection of
+// its own, then reads what it claimed there.
+func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials, folder string, crit imap.SearchCriteria, tag string, limit, maxChars int) (*Consumed, error) {
+	tap := &modifiedTap{}
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	conn, err := dialOwn(dctx, c.cfg, creds, func(o *imapclient.Options) { o.DebugWriter = tap })
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	cl := conn.client()
+
+	out := &Consumed{Folder: folder, Messages: []Message{}, ExactlyOnce: true}
+	var claimed []imap.UID
+	err = c.within(ctx, conn, "marking the messages read", func() error {
+		sd, err := cl.Select(folder, &imap.SelectOptions{CondStore: true}).Wait()
+		if err != nil {
+			return imapError(err, folder)
+		}
+		out.UIDValidity = sd.UIDValidity
+		if sd.HighestModSeq == 0 {
+			// NOMODSEQ: this folder keeps no mod-sequences.
+			out.ExactlyOnce = false
+			claimed, out.More, err = storeSeen(cl, crit, tag, limit)
+			return err
+		}
+		uids, more, modSeq, err := pickUnread(cl, crit, tag, limit, true)
+		if err != nil || len(uids) == 0 {
+			return err
+		}
+		out.More = more
+		tap.arm()
+		serr := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}},
+			&imap.StoreOptions{UnchangedSince: modSeq}).Close()
+		answered, modified := tap.disarm()
+		if serr != nil {
+			return imapError(serr, folder)
+		}
+		if !answered {
+			return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
+		}
+		claimed = slices.DeleteFunc(uids, func(u imap.UID) bool { return modified.has(u) })
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := readClaimed(ctx, c, conn, folder, claimed, maxChars, out); err != nil {
+		c.unclaim(ctx, creds, folder, out.UIDValidity, notReturned(claimed, out.Messages))
+		return nil, err
+	}
+	lctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn.Logout(lctx)
+	return out, nil
+}
+
+// claimLoosely is the claim for a server without CONDSTORE: a plain STORE
+// on a pooled connection. Two consumers at the same moment can both get a
+// message.
+func claimLoosely(ctx context.Context, c *Client, creds credentials.Credentials, folder string, crit imap.SearchCriteria, tag string, limit, maxChars int) (*Consumed, error) {
+	out := &Consumed{Folder: folder, Messages: []Message{}}
+	var claimed []imap.UID
+	err := c.do(ctx, creds, "marking the messages read", false, func(ctx context.Context, conn *Conn) error {
+		if err := conn.selectRW(folder); err != nil {
+			return err
+		}
+		out.UIDValidity = conn.uidValidity
+		var err error
+		if claimed, out.More, err = storeSeen(conn.client(), crit, tag, limit); err != nil {
+			return err
+		}
+		return readClaimed(ctx, c, conn, folder, claimed, maxChars, out)
+	})
+	if err != nil {
+		c.unclaim(ctx, creds, folder, out.UIDValidity, notReturned(claimed, out.Messages))
+		return nil, err
+	}
+	return out, nil
+}
+
+// notReturned is the claimed UIDs that are not among msgs.
+func notReturned(claimed []imap.UID, msgs []Message) []imap.UID {
+	var out []imap.UID
+	for _, u := range claimed {
+		if !slices.ContainsFunc(msgs, func(m Message) bool { return m.UID == uint32(u) }) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// storeSeen marks the chosen unread messages \Seen unconditionally.
+func storeSeen(cl *imapclient.Client, crit imap.SearchCriteria, tag string, limit int) ([]imap.UID, bool, error) {
+	uids, more, _, err := pickUnread(cl, crit, tag, limit, false)
+	if err != nil || len(uids) == 0 {
+		return nil, more, err
+	}
+	err = cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close()
+	if err != nil {
+		return nil, false, imapError(err, "")
+	}
+	return uids, more, nil
+}
+
+// pickUnread finds the oldest unread messages matching crit and tag, at most
+// limit, and says whether there are more. With modSeq it also returns the
+// highest mod-sequence among all the unread matches (RFC 7162: a search
+// with a MODSEQ criterion answers it).
+func pickUnread(cl *imapclient.Client, crit imap.SearchCriteria, tag string, limit int, modSeq bool) ([]imap.UID, bool, uint64, error) {
+	crit.NotFlag = append(slices.Clip(crit.NotFlag), imap.FlagSeen)
+	if modSeq {
+		crit.ModSeq = &imap.SearchCriteriaModSeq{ModSeq: 1} // every message: only for the answer's MODSEQ
+	}
+	var opts *imap.SearchOptions
+	if cl.Caps().Has(imap.CapESearch) || cl.Caps().Has(imap.CapIMAP4rev2) {
+		opts = &imap.SearchOptions{ReturnAll: true}
+	}
+	d, err := cl.UIDSearch(&crit, opts).Wait()
+	if err != nil {
+		return nil, false, 0, searchError(err, "")
+	}
+	uids := d.AllUIDs()
+	slices.Sort(uids)
+	more := false
+	if tag != "" {
+		if uids, more, err = filterTagged(cl, uids, tag, limit); err != nil {
+			return nil, false, 0, err
+		}
+	} else if len(uids) > limit {
+		uids, more = uids[:limit], true
+	}
+	return uids, more, d.ModSeq, nil
+}
+
+// readClaimed reads the claimed messages into out, in UID order. A message
+// expunged since the claim is left out with a warning.
+func readClaimed(ctx context.Context, c *Client, conn *Conn, folder string, uids []imap.UID, maxChars int, out *Consumed) error {
+	gone := 0
+	for _, uid := range uids {
+		var m *Message
+		err := c.within(ctx, conn, "reading the messages", func() error {
+			var err error
+			m, err = readWhole(conn.client(), folder, uint32(uid), maxChars)
+			return err
+		})
+		if mailerr.KindOf(err) == mailerr.NotFound && mailerr.SubjectOf(err) == mailerr.SubjectMessage {
+			gone++
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		out.Messages = append(out.Messages, *m)
+	}
+	if gone > 0 {
+		out.Warnings = append(out.Warnings, strconv.Itoa(gone)+" message(s) were deleted by someone else before they could be read")
+	}
+	return nil
+}
+
+// readWhole reads one message as Read does, from the start of its text.
+func readWhole(cl *imapclient.Client, folder string, uid uint32, maxChars int) (*Message, error) {
+	m, bs, err := fetchHeaderAndStructure(cl, folder, uid)
+	if err != nil {
+		return nil, err
+	}
+	atts := attachmentParts(bs)
+	body, warnings, err := fetchBody(cl, uid, bs, bodyTexts(bs), atts, textPartCap(0, maxChars), &m.TextFrom)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range atts {
+		m.Attachments = append(m.Attachments, a.Attachment)
+	}
+	m.Warnings = append(m.Warnings, warnings...)
+	m.TotalChars = utf8.RuneCountInString(body)
+	m.Text, m.Truncated, m.NextOffset = mailmsg.Truncate(body, 0, maxChars)
+	if !m.Truncated {
+		m.NextOffset = 0
+	}
+	return m, nil
+}
+
+// unclaim marks claimed messages that were not returned unread again, so
+// that another consumer gets them. It runs after the call failed, on a
+// pooled connection, even if the caller has gone away.
+func (c *Client) unclaim(ctx context.Context, creds credentials.Credentials, folder string, uidValidity uint32, uids []imap.UID) {
+	if len(uids) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	err := c.do(ctx, creds, "marking the messages unread again", false, func(ctx context.Context, conn *Conn) error {
+		if err := conn.selectRW(folder); err != nil {
+			return err
+		}
+		if uidValidity != 0 && conn.uidValidity != uidValidity {
+			return uidValidityChanged(folder)
+		}
+		return conn.client().Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsDel, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close()
+	})
+	if err != nil {
+		c.log.WarnContext(ctx, "claimed messages stay read without having been returned", "folder", folder, "count", len(uids), "err", err)
+	}
+}
+
+// modifiedTap reads the wire (as go-imap's DebugWriter, which gets both
+// directions) while armed, to learn the tag of the UID STORE sent and the
+// MODIFIED set of its tagged answer. Disarmed, it drops everything at once:
+// the login went through it too.
+type modifiedTap struct {
+	mu       sync.Mutex
+	armed    bool
+	line     []byte
+	tag      string
+	answered bool
+	modified uidRanges
+}
+
+var (
+	storeLine    = regexp.MustCompile(`^(\S+) UID STORE `)
+	modifiedCode = regexp.MustCompile(`^\[MODIFIED ([0-9:,*]+)\]`)
+)
+
+// maxTapLine bounds a line kept while armed; the lines it looks for are
+// short (a MODIFIED set of at most MaxConsumeLimit UIDs).
+const maxTapLine = 64 << 10
+
+func (t *modifiedTap) arm() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.armed, t.line, t.tag, t.answered, t.modified = true, t.line[:0], "", false, nil
+}
+
+// disarm stops reading and says whether the STORE's tagged answer was seen,
+// and which UIDs it named as modified.
+func (t *modifiedTap) disarm() (answered bool, modified uidRanges) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.armed, t.line = false, nil
+	return t.answered, t.modified
+}
+
+func (t *modifiedTap) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.armed {
+		return len(p), nil
+	}
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			if len(t.line)+len(p) <= maxTapLine {
+				t.line = append(t.line, p...)
+			}
+			break
+		}
+		if len(t.line)+i <= maxTapLine {
+			t.line = append(t.line, p[:i]...)
+			t.inspect(strings.TrimRight(string(t.line), "\r"))
+		}
+		t.line = t.line[:0]
+		p = p[i+1:]
+	}
+	return n, nil
+}
+
+func (t *modifiedTap) inspect(line string) {
+	if t.tag == "" {
+		if m := storeLine.FindStringSubmatch(line); m != nil {
+			t.tag = m[1]
+		}
+		return
+	}
+	rest, ok := strings.CutPrefix(line, t.tag+" ")
+	if !ok || t.answered {
+		return
+	}
+	status, text, _ := strings.Cut(rest, " ")
+	switch strings.ToUpper(status) {
+	case "OK", "NO", "BAD":
+		t.answered = true
+		if m := modifiedCode.FindStringSubmatch(text); m != nil {
+			t.modified = parseUIDRanges(m[1])
+		}
+	}
+}
+
+// uidRanges is a parsed sequence set of UIDs ("2:3,7").
+type uidRanges [][2]uint32
+
+func parseUIDRanges(s string) uidRanges {
+	var out uidRanges
+	num := func(v string) uint32 {
+		if v == "*" {
+			return ^uint32(0)
+		}
+		n, _ := strconv.ParseUint(v, 10, 32)
+		return uint32(n)
+	}
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, ":")
+		a := num(lo)
+		b := a
+		if isRange {
+			b = num(hi)
+		}
+		out = append(out, [2]uint32{min(a, b), max(a, b)})
+	}
+	return out
+}
+
+func (r uidRanges) has(u imap.UID) bool {
+	for _, x := range r {
+		if uint32(u) >= x[0] && uint32(u) <= x[1] {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,621 @@
+package mailbox
+
+// Waiting for new mail (a long poll). A wait holds a connection of its own,
+// outside the pool: it sits in IDLE for up to an hour, and a pooled
+// connection must never be kept that long nor see a handler for unsolicited
+// responses that another call installed. The number of waits is capped on
+// the whole gateway and per account, since each one is a login at the mail
+// server.
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+	"weak"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
+)
+
+// Wait limits and defaults.
+const (
+	DefaultWaitTimeout = 25 * time.Second
+	MaxWaitTimeout     = time.Hour
+	// MaxWaitMessages is the most messages one wait returns; More says
+	// when there were more.
+	MaxWaitMessages = 50
+	// DefaultMaxWaiters and DefaultMaxWaitersPerUser are the caps until
+	// SetWaitLimits changes them.
+	DefaultMaxWaiters        = 500
+	DefaultMaxWaitersPerUser = 10
+
+	// pollInterval is how often a wait looks for new mail on a server
+	// without IDLE.
+	pollInterval = 2 * time.Second
+	// progressInterval is how often a wait calls its progress function.
+	progressInterval = 10 * time.Second
+	// waitMargin is kept before the caller's deadline, so that a wait
+	// ends with its timeout result rather than as a cancelled call.
+	waitMargin = 500 * time.Millisecond
+	// maxWaitReconnects is how many times in a row a wait dials again
+	// after losing its connection (the server restarted or kicked it).
+	maxWaitReconnects = 3
+
+	stepWaitMail = "waiting for new mail"
+)
+
+// WaitOptions say what a wait waits for.
+type WaitOptions struct {
+	Folder string // default INBOX
+	// From matches a substring of the From header, as a search does.
+	From string
+	// Tag matches messages carrying exactly this tag (TagsHeader).
+	Tag string
+	// UnreadOnly skips messages that are already \Seen when the wait
+	// looks at them.
+	UnreadOnly bool
+	// SinceUID is the cursor: messages with a higher UID count as new,
+	// and those already there are returned at once. 0 means "newer than
+	// the call": the folder's UIDNEXT-1 when the wait opens it.
+	SinceUID uint32
+	// UIDValidity is the folder's UIDVALIDITY that SinceUID belongs to
+	// (a previous result's); 0: not checked.
+	UIDValidity uint32
+	// Timeout is how long to wait: default DefaultWaitTimeout, at most
+	// MaxWaitTimeout. The caller's context deadline, when sooner, wins
+	// (less a margin, so that the wait still returns its timeout result).
+	Timeout time.Duration
+}
+
+// WaitResult is what a wait found: new messages, or a timeout.
+type WaitResult struct {
+	Folder      string `json:"folder"`
+	UIDValidity uint32 `json:"uid_validity" desc:"the folder's UIDVALIDITY: UIDs and next_since_uid are valid as long as it stays the same"`
+	// Messages are the new matching messages, oldest first; empty (not
+	// nil) on a timeout.
+	Messages []Summary `json:"messages" desc:"the new messages that match, oldest first; empty when the wait timed out"`
+	// NextSinceUID is the cursor for the next wait: every message up to
+	// this UID has been looked at (and the matching ones returned), so
+	// passing it as SinceUID misses nothing and repeats nothing.
+	NextSinceUID uint32 `json:"next_since_uid" desc:"pass this as since_uid to the next wait: every message up to this UID has been looked at, so nothing is missed or returned twice between two waits"`
+	More         bool   `json:"more,omitempty" desc:"more matching messages arrived than one answer holds; the next wait with next_since_uid returns them at once"`
+	TimedOut     bool   `json:"timed_out" desc:"true when nothing matching arrived in time; not an error"`
+}
+
+// SetWaitLimits sets the caps on waits in progress: total on this Client,
+// and perUser for one account (the user name trimmed and lower-cased, the
+// way Dovecot's %Lu sees it). 0 or less means no cap. Waits already
+// running are not affected.
+func (c *Client) SetWaitLimits(total, perUser int) {
+	ws := c.waits()
+	ws.mu.Lock()
+	ws.total, ws.perUser = total, perUser
+	ws.mu.Unlock()
+}
+
+// Waiting returns how many waits are in progress.
+func (c *Client) Waiting() int {
+	ws := c.waits()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.n
+}
+
+// CloseWaits ends every wait in progress with a timeout result (so that
+// its client simply waits again, on another replica or after a restart)
+// and refuses new ones. Call it when shutting down, before waiting for
+// requests to finish: a wait can last an hour.
+func (c *Client) CloseWaits() {
+	ws := c.waits()
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if !ws.closed {
+		ws.closed = true
+		close(ws.stop)
+	}
+}
+
+// waitState counts the waits of one Client.
+type waitState struct {
+	mu             sync.Mutex
+	total, perUser int
+	n              int
+	byUser         map[string]int
+	closed         bool
+	stop           chan struct{} // closed by CloseWaits
+}
+
+// waitStates holds each Client's waitState without keeping the Client
+// alive. (A field of Client would do the same; client.go is not this
+// file's.)
+var waitStates sync.Map // weak.Pointer[Client] -> *waitState
+
+func (c *Client) waits() *waitState {
+	key := weak.Make(c)
+	if ws, ok := waitStates.Load(key); ok {
+		return ws.(*waitState)
+	}
+	ws, loaded := waitStates.LoadOrStore(key, &waitState{
+		total: DefaultMaxWaiters, perUser: DefaultMaxWaitersPerUser,
+		byUser: map[string]int{}, stop: make(chan struct{}),
+	})
+	if !loaded {
+		runtime.AddCleanup(c, func(k weak.Pointer[Client]) { waitStates.Delete(k) }, key)
+	}
+	return ws.(*waitState)
+}
+
+// acquire counts one more wait for account, or refuses over a cap.
+func (ws *waitState) acquire(account string) (release func(), err error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	switch {
+	case ws.closed:
+		return nil, mailerr.New(mailerr.Unavailable, "the gateway is shutting down; retry shortly")
+	case ws.perUser > 0 && ws.byUser[account] >= ws.perUser:
+		return nil, mailerr.Newf(mailerr.Busy, "too many waits at once for this account (the limit is %d); retry when one of them has ended", ws.perUser)
+	case ws.total > 0 && ws.n >= ws.total:
+		return nil, mailerr.Newf(mailerr.Busy, "too many waits at once on this gateway (the limit is %d); retry in a few seconds", ws.total)
+	}
+	ws.n++
+	ws.byUser[account]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			ws.mu.Lock()
+			defer ws.mu.Unlock()
+			ws.n--
+			if ws.byUser[account]--; ws.byUser[account] <= 0 {
+				delete(ws.byUser, account)
+			}
+		})
+	}, nil
+}
+
+// Wait long-polls folder for new mail that matches o: it returns as soon
+// as there is some, or a result with TimedOut once o.Timeout has passed.
+//
+// First it returns the matching messages above the cursor that are already
+// there (o.SinceUID; without it the cursor is UIDNEXT-1 when the folder is
+// opened, so only mail arriving during the call counts). Then it waits on a
+// connection of its own: in IDLE when the server has it (woken by the
+// server's EXISTS), else looking every 2 seconds. progress, when not nil,
+// is called about every 10 seconds while waiting, on the calling goroutine.
+//
+// The caller's context ending closes the connection at once. A lost
+// connection is dialled again (up to 3 times in a row); a folder whose
+// UIDVALIDITY changes meanwhile is an error about the cursor.
+func (c *Client) Wait(ctx context.Context, creds credentials.Credentials, o WaitOptions, progress func()) (*WaitResult, error) {
+	w, err := newWaiter(c, o, progress)
+	if err != nil {
+		return nil, err
+	}
+	ws := c.waits()
+	release, err := ws.acquire(credentials.Account(creds.User))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	w.stop = ws.stop
+	w.end = time.Now().Add(w.timeout)
+	if dl, ok := ctx.Deadline(); ok && dl.Add(-waitMargin).Before(w.end) {
+		w.end = dl.Add(-waitMargin)
+	}
+	return w.run(ctx, creds)
+}
+
+// waiter is one wait in progress.
+type waiter struct {
+	c        *Client
+	folder   string
+	crit     imap.SearchCriteria // without the UID range
+	tag      string
+	since    uint32
+	wantUV   uint32
+	timeout  time.Duration
+	progress func()
+	stop     <-chan struct{}
+	end      time.Time
+
+	// Set when the folder is first opened.
+	started bool
+	uv      uint32
+	base    uint32 // every UID up to base has been looked at
+	waited  bool   // the current session got as far as waiting
+}
+
+func newWaiter(c *Client, o WaitOptions, progress func()) (*waiter, error) {
+	w := &waiter{c: c, folder: normFolder(o.Folder), tag: o.Tag, since: o.SinceUID, wantUV: o.UIDValidity, progress: progress}
+	switch {
+	case o.Timeout == 0:
+		w.timeout = DefaultWaitTimeout
+	case o.Timeout < 0 || o.Timeout > MaxWaitTimeout:
+		return nil, mailerr.Newf(mailerr.BadInput, "the wait's timeout must be between 1 and %d seconds", int(MaxWaitTimeout/time.Second))
+	default:
+		w.timeout = o.Timeout
+	}
+	if err := checkTerm("from", o.From); err != nil {
+		return nil, err
+	}
+	if o.From != "" {
+		w.crit.Header = append(w.crit.Header, imap.SearchCriteriaHeaderField{Key: "From", Value: o.From})
+	}
+	if o.Tag != "" {
+		if err := CheckTag(o.Tag); err != nil {
+			return nil, err
+		}
+		w.crit.Header = append(w.crit.Header, tagCriterion(o.Tag))
+	}
+	if o.UnreadOnly {
+		w.crit.NotFlag = []imap.Flag{imap.FlagSeen}
+	}
+	return w, nil
+}
+
+// checkTerm refuses a search term the server could not take.
+func checkTerm(name, s string) error {
+	if strings.ContainsAny(s, "\r\n\x00") {
+		return mailerr.Newf(mailerr.BadInput, "%s cannot contain line breaks or NUL characters", name)
+	}
+	if len(s) > 1000 {
+		return mailerr.Newf(mailerr.BadInput, "%s is too long (at most 1000 bytes)", name)
+	}
+	return nil
+}
+
+func (w *waiter) timedOut() *WaitResult {
+	return &WaitResult{Folder: w.folder, UIDValidity: w.uv, Messages: []Summary{}, NextSinceUID: w.base, TimedOut: true}
+}
+
+// run runs sessions until one returns, dialling again after a lost
+// connection.
+func (w *waiter) run(ctx context.Context, creds credentials.Credentials) (*WaitResult, error) {
+	for failures := 0; ; failures++ {
+		res, err := w.session(ctx, creds)
+		if err == nil {
+			return res, nil
+		}
+		if w.waited {
+			failures, w.waited = 0, false
+		}
+		if ctx.Err() != nil || mailerr.KindOf(err) != mailerr.Unavailable || failures >= maxWaitReconnects {
+			return nil, err
+		}
+		w.c.log.DebugContext(ctx, "wait: dialling again", "err", err)
+		pause := time.NewTimer(min(time.Second, time.Until(w.end)))
+		select {
+		case <-pause.C:
+		case <-w.stop:
+		case <-ctx.Done():
+			pause.Stop()
+			return nil, mailerr.TimedOut(ctx, stepWaitMail)
+		}
+		if !time.Now().Before(w.end) || stopped(w.stop) {
+			return w.timedOut(), nil
+		}
+	}
+}
+
+func stopped(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// session is one connection's share of the wait.
+func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*WaitResult, error) {
+	c := w.c
+	// The server announces new mail with EXISTS, in IDLE or in answer to
+	// any command; one pending signal is enough.
+	wake := make(chan struct{}, 1)
+	handler := &imapclient.UnilateralDataHandler{Mailbox: func(d *imapclient.UnilateralDataMailbox) {
+		if d.NumMessages != nil {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	}}
+	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	conn, err := dialOwn(dctx, c.cfg, creds, func(o *imapclient.Options) { o.UnilateralDataHandler = handler })
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, mailerr.TimedOut(ctx, stepWaitMail)
+		}
+		return nil, err
+	}
+	defer conn.Close()
+	// The caller going away ends the wait at once, whatever it is doing:
+	// closing the socket unblocks go-imap, IDLE included.
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	cl := conn.client()
+
+	if err := w.open(ctx, conn); err != nil {
+		return nil, err
+	}
+	idle := cl.Caps().Has(imap.CapIdle) || cl.Caps().Has(imap.CapIMAP4rev2)
+	deadline := time.NewTimer(time.Until(w.end))
+	defer deadline.Stop()
+	tick := time.NewTicker(progressInterval)
+	defer tick.Stop()
+	for {
+		// Drained before looking, so that mail announced while looking
+		// wakes the next round.
+		select {
+		case <-wake:
+		default:
+		}
+		res, err := w.check(ctx, conn)
+		if err != nil {
+			return nil, err
+		}
+		if res != nil {
+			w.goodbye(ctx, conn)
+			return res, nil
+		}
+		w.waited = true
+		var idleCmd *imapclient.IdleCommand
+		var poll *time.Timer
+		var pollC <-chan time.Time
+		if idle {
+			if err := c.within(ctx, conn, stepWaitMail, func() error {
+				var err error
+				idleCmd, err = cl.Idle()
+				return err
+			}); err != nil {
+				return nil, w.lost(ctx, err)
+			}
+		} else {
+			poll = time.NewTimer(pollInterval)
+			pollC = poll.C
+		}
+		done, err := w.sleep(ctx, cl, wake, pollC, deadline.C, tick.C)
+		if poll != nil {
+			poll.Stop()
+		}
+		if err != nil {
+			return nil, err
+		}
+		if idleCmd != nil {
+			// DONE, and the server's OK to it, before the next command.
+			err := c.within(ctx, conn, stepWaitMail, func() error {
+				if err := idleCmd.Close(); err != nil {
+					return err
+				}
+				return idleCmd.Wait()
+			})
+			switch {
+			case err != nil && done:
+				return w.timedOut(), nil
+			case err != nil:
+				return nil, w.lost(ctx, err)
+			}
+		}
+		if done {
+			w.goodbye(ctx, conn)
+			return w.timedOut(), nil
+		}
+	}
+}
+
+// sleep waits for a reason to look again (new mail announced, or the poll
+// interval over), calling progress meanwhile. done says the wait is over:
+// its time is up or the gateway is shutting down.
+func (w *waiter) sleep(ctx context.Context, cl *imapclient.Client, wake <-chan struct{}, poll, deadline, tick <-chan time.Time) (done bool, err error) {
+	for {
+		select {
+		case <-wake:
+			return false, nil
+		case <-poll:
+			return false, nil
+		case <-tick:
+			if w.progress != nil {
+				w.progress()
+			}
+		case <-deadline:
+			return true, nil
+		case <-w.stop:
+			return true, nil
+		case <-ctx.Done():
+			return false, mailerr.TimedOut(ctx, stepWaitMail)
+		case <-cl.Closed():
+			return false, w.lost(ctx, nil)
+		}
+	}
+}
+
+// lost is the error for a connection that broke while waiting.
+func (w *waiter) lost(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return mailerr.TimedOut(ctx, stepWaitMail)
+	}
+	if mailerr.KindOf(err) == mailerr.Timeout {
+		return err
+	}
+	return mailerr.Wrap(mailerr.Unavailable, err, "the connection to the mail server was lost while waiting for new mail")
+}
+
+// goodbye logs out politely, bounded; the connection is closed anyway.
+func (w *waiter) goodbye(ctx context.Context, conn *Conn) {
+	ctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn.Logout(ctx)
+}
+
+// open opens the folder read-only and, the first time, sets the cursor.
+func (w *waiter) open(ctx context.Context, conn *Conn) error {
+	cl := conn.client()
+	var sd *imap.SelectData
+	err := w.c.within(ctx, conn, "opening the folder", func() error {
+		var err error
+		if sd, err = cl.Select(w.folder, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+			return imapError(err, w.folder)
+		}
+		if sd.UIDNext == 0 {
+			// A server that leaves UIDNEXT out of SELECT (it should not).
+			st, err := cl.Status(w.folder, &imap.StatusOptions{UIDNext: true}).Wait()
+			if err != nil {
+				return imapError(err, w.folder)
+			}
+			sd.UIDNext = st.UIDNext
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case w.started && sd.UIDValidity != w.uv:
+		return uidValidityChanged(w.folder)
+	case w.started:
+		return nil
+	case w.wantUV != 0 && sd.UIDValidity != w.wantUV:
+		return uidValidityChanged(w.folder)
+	}
+	w.started, w.uv, w.base = true, sd.UIDValidity, w.since
+	if w.since == 0 && sd.UIDNext > 0 {
+		w.base = uint32(sd.UIDNext) - 1
+	}
+	return nil
+}
+
+// check looks for matching messages above the cursor and moves the cursor
+// past everything it looked at. It returns nil when nothing matched.
+func (w *waiter) check(ctx context.Context, conn *Conn) (*WaitResult, error) {
+	var res *WaitResult
+	err := w.c.within(ctx, conn, "looking for new mail", func() error {
+		cl := conn.client()
+		first := imap.UID(w.base + 1)
+		above := []imap.UIDSet{{imap.UIDRange{Start: first, Stop: 0}}}
+		// Pipelined, the highest UID first: mail arriving between the two
+		// searches lies above it and is left for the next round.
+		var maxOpts *imap.SearchOptions
+		if cl.Caps().Has(imap.CapESearch) || cl.Caps().Has(imap.CapIMAP4rev2) {
+			maxOpts = &imap.SearchOptions{ReturnMax: true}
+		}
+		maxCmd := cl.UIDSearch(&imap.SearchCriteria{UID: above}, maxOpts)
+		crit := w.crit
+		crit.UID = above
+		matchCmd := cl.UIDSearch(&crit, nil)
+		md, err := maxCmd.Wait()
+		mm, merr := matchCmd.Wait()
+		if err != nil {
+			return searchError(err, w.folder)
+		}
+		if merr != nil {
+			return searchError(merr, w.folder)
+		}
+		last := imap.UID(md.Max)
+		if maxOpts == nil {
+			for _, u := range md.AllUIDs() {
+				last = max(last, u)
+			}
+		}
+		// "N:*" also answers the last message when N is beyond it.
+		if last < first {
+			return nil
+		}
+		var uids []imap.UID
+		for _, u := range mm.AllUIDs() {
+			if u >= first && u <= last {
+				uids = append(uids, u)
+			}
+		}
+		slices.Sort(uids)
+		more := false
+		if w.tag != "" {
+			if uids, more, err = filterTagged(cl, uids, w.tag, MaxWaitMessages); err != nil {
+				return err
+			}
+		} else if len(uids) > MaxWaitMessages {
+			uids, more = uids[:MaxWaitMessages], true
+		}
+		next := uint32(last)
+		if more {
+			next = uint32(uids[len(uids)-1])
+		}
+		var msgs []Summary
+		if len(uids) > 0 {
+			if msgs, err = fetchSummaries(cl, imap.UIDSetNum(uids...)); err != nil {
+				return err
+			}
+		}
+		w.base = next
+		if len(msgs) == 0 {
+			return nil // none, or expunged in the meantime
+		}
+		slices.SortFunc(msgs, func(a, b Summary) int { return int(int64(a.UID) - int64(b.UID)) })
+		res = &WaitResult{Folder: w.folder, UIDValidity: w.uv, Messages: msgs, NextSinceUID: next, More: more}
+		return nil
+	})
+	return res, err
+}
+
+// within runs op on conn under the IMAP timeout as well as ctx: if either
+// ends first, conn is closed (see bridge).
+func (c *Client) within(ctx context.Context, conn *Conn, step string, op func() error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	return bridge(ctx, conn, step, op)
+}
+
+// dialOwn dials and logs in a connection outside the pool, like dial does
+// for the pool, with tune adjusting the client's options: they are fixed
+// when the client is made (a handler for unsolicited responses, a tap on
+// the wire).
+func dialOwn(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
+	if cfg.Security == transport.Plain && !cfg.AllowPlaintextAuth {
+		return nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
+	}
+	attempt, err := cfg.Guard.BeginLogin(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := dialAndLoginTuned(ctx, cfg, creds, tune)
+	switch {
+	case err == nil:
+		attempt.Succeeded()
+	case refusedLogin(err):
+		attempt.Refused()
+	default:
+		attempt.Abandoned()
+	}
+	return conn, err
+}
+
+func dialAndLoginTuned(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
+	ep := cfg.endpoint()
+	netConn, err := transport.Dial(ctx, ep)
+	if err != nil {
+		return nil, err
+	}
+	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder()}
+	tune(opts)
+	step := ep.ConnectStep()
+	stop := context.AfterFunc(ctx, func() { netConn.Close() })
+	conn, err := greetAndLogin(ctx, ep, netConn, opts, creds, &step)
+	if !stop() {
+		if conn != nil {
+			conn.Close()
+		}
+		return nil, mailerr.TimedOut(ctx, step)
+	}
+	if err != nil {
+		netConn.Close()
+		return nil, err
+	}
+	return conn, nil
+}
