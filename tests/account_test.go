@@ -148,7 +148,9 @@ func TestAccountSpellingsShareThePool(t *testing.T) {
 	if busySamples.Load() < 3 || peak.Load() < 2 {
 		t.Fatalf("only %d samples saw the account connected (at most %d at once): the load did not reach the server while sampling", busySamples.Load(), peak.Load())
 	}
-	if max := percentile(otherTimes, 1); max > 2*time.Second {
-		t.Fatalf("another user's call took %v while one account was spelt 12 ways", max)
+	// Before the fix such calls took 10-30 s. The bounds leave room for a
+	// loaded machine (a run beside other tests saw p50 2 ms, max 2.9 s).
+	if p50, max := percentile(otherTimes, 0.5), percentile(otherTimes, 1); p50 > 200*time.Millisecond || max > 5*time.Second {
+		t.Fatalf("another user's calls took p50 %v, max %v while one account was spelt 12 ways", p50, max)
 	}
 }

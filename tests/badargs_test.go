@@ -43,7 +43,17 @@ func TestBadArgumentsThroughTypeScriptSDK(t *testing.T) {
 		{call{"imap_read_email", map[string]any{"uid": 4294967296}}, "uid must be between 1 and 4294967295 (got 4294967296)"},
 		{call{"imap_read_email", map[string]any{"uid": 5, "max_chars": 0}}, "max_chars must be between 1 and 1000000 (got 0)"},
 		{call{"imap_read_email", map[string]any{"id": 5}}, `unknown argument "id"; did you mean "uid"?`},
+		{call{"imap_get_thread", map[string]any{}}, "uid is required"},
+		{call{"imap_get_thread", map[string]any{"uid": 3, "also_folders": "Archive"}}, `also_folders must be a list (got "Archive")`},
+		{call{"imap_peek_inbox", map[string]any{"tag": "Not A Tag"}}, `tag "Not A Tag" may only hold lower-case letters, digits, '.', '_' and '-'`},
+		{call{"imap_peek_inbox", map[string]any{"mailbox": "INBOX"}}, `unknown argument "mailbox"; did you mean "folder"?`},
+		{call{"imap_wait_for_email", map[string]any{"timeout_s": 7200}}, "timeout_s must be between 1 and 3600 (got 7200)"},
+		{call{"imap_wait_for_email", map[string]any{"timeout": 10}}, `unknown argument "timeout"; did you mean "timeout_s"?`},
+		{call{"imap_wait_for_email", map[string]any{"unread_only": "yes"}}, `unread_only must be true or false (got "yes")`},
+		{call{"imap_check_inbox", map[string]any{"limit": 51}}, "limit must be between 1 and 50 (got 51)"},
+		{call{"imap_check_inbox", map[string]any{"tags": []any{"a"}}}, `unknown argument "tags"; did you mean "tag"?`},
 		{call{"smtp_send_email", map[string]any{"to": "bob@example.test", "text": "x"}}, `to must be a list (got "bob@example.test")`},
+		{call{"smtp_send_email", map[string]any{"to": []any{"bob@example.test"}, "text": "x", "tags": []any{"Urgent!"}}}, `tag "Urgent!" may only hold lower-case letters, digits, '.', '_' and '-'`},
 		{call{"smtp_send_email", map[string]any{"to": []any{"bob@example.test"}, "body": "x"}}, `unknown argument "body"; did you mean "text"?`},
 		{call{"smtp_send_email", map[string]any{"to": []any{"bob@example.test"}, "text": "x", "attachments": []any{map[string]any{"filename": "a.txt"}}}}, "attachments[0].content_base64 is required"},
 		{call{"smtp_reply_email", map[string]any{"uid": -1, "text": "x"}}, "uid must be between 1 and 4294967295 (got -1)"},
@@ -78,7 +88,7 @@ func TestBadArgumentsThroughTypeScriptSDK(t *testing.T) {
 			}
 		})
 	}
-	if len(tools) != 7 {
-		t.Errorf("the table covers %d tools, want all 7", len(tools))
+	if len(tools) != len(allTools) {
+		t.Errorf("the table covers %d tools, want all %d", len(tools), len(allTools))
 	}
 }

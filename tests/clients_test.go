@@ -40,7 +40,8 @@ const (
 )
 
 // Every client must list these.
-var readTools = []string{"imap_encrypt_credentials", "imap_list_folders", "imap_list_emails", "imap_search_emails", "imap_read_email"}
+var readTools = []string{"imap_encrypt_credentials", "imap_list_folders", "imap_list_emails", "imap_search_emails", "imap_read_email",
+	"imap_get_thread", "imap_peek_inbox", "imap_wait_for_email", "imap_check_inbox"}
 
 // sendSubject is the subject tests/clients/lib.mjs sends with.
 const sendSubject = "mailbox-mcp client test: sent through mcp-remote"

@@ -92,7 +92,7 @@ func demoUID(srv *demo.Server, user, folder, tag string) (uint32, error) {
 
 // steadyValues replace what differs between two runs of the same call.
 var steadyValues = map[string]any{
-	"date": "2026-03-02T09:15:00Z", "marker": "MAIL-EXAMPLEMARKER", "token": "mbx1.AAAA…",
+	"date": "2026-03-02T09:15:00Z", "oldest_unread_at": "2026-03-01T08:00:00Z", "newest_at": "2026-03-02T09:15:00Z", "marker": "MAIL-EXAMPLEMARKER", "token": "mbx1.AAAA…",
 	"key_id": "1a2b3c4d", "uid_validity": 1712345678, "next_cursor": "eyJ2IjoxLCJmIjoiSU5CT1gi…",
 }
 

@@ -83,8 +83,8 @@ type Config struct {
 	PoolRevalidate time.Duration `env:"POOL_REVALIDATE" envDefault:"60s" desc:"a pooled IMAP connection whose login is older than this is replaced by a fresh login before it serves again, so a changed password stops the old one within this time (plus a call already running)"`
 
 	// Abuse limits and host checks (internal/guard, internal/httpapi; SECURITY.md).
-	RateLimitPerMinute     float64       `env:"RATE_LIMIT_PER_MINUTE" envDefault:"0" desc:"tool calls one mailbox user may make per minute, sustained; 0 turns the rate limit off"`
-	RateLimitBurst         int           `env:"RATE_LIMIT_BURST" envDefault:"30" desc:"tool calls one user may make at once above the sustained rate"`
+	RateLimitPerMinute     float64       `env:"RATE_LIMIT_PER_MINUTE" envDefault:"0" desc:"tool calls one account (the user name trimmed and lower-cased) may make per minute, sustained; 0 turns the rate limit off"`
+	RateLimitBurst         int           `env:"RATE_LIMIT_BURST" envDefault:"30" desc:"tool calls one account may make at once above the sustained rate"`
 	LoginBackoffFailures   int           `env:"LOGIN_BACKOFF_FAILURES" envDefault:"5" desc:"failed logins for one account from one client address after which the gateway stops trying that account's logins from that address for a while; 0 turns it off"`
 	LoginBackoffAccount    int           `env:"LOGIN_BACKOFF_ACCOUNT_FAILURES" envDefault:"50" desc:"failed logins for one account from all client addresses together after which the gateway stops trying that account's logins for a while, except with a password that logged in recently; 0 turns it off"`
 	LoginBackoffPerAddress int           `env:"LOGIN_BACKOFF_FAILURES_PER_ADDRESS" envDefault:"20" desc:"failed logins from one client address (any user names) after which that address's logins are refused for a while; 0 turns it off"`

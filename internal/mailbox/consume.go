@@ -39,6 +39,10 @@ const (
 	DefaultConsumeLimit    = 10
 	MaxConsumeLimit        = 50
 	DefaultConsumeMaxChars = 20_000
+
+	// claimAttempts is how many conditional stores one consume tries
+	// when other consumers take its candidates first.
+	claimAttempts = 3
 )
 
 // ConsumeOptions say which unread messages to take.
@@ -166,25 +170,41 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 			claimed, out.More, err = storeSeen(cl, crit, tag, limit)
 			return err
 		}
-		uids, more, modSeq, err := pickUnread(cl, crit, tag, limit, true)
-		if err != nil || len(uids) == 0 {
-			return err
+		// A consumer that lost the race for every candidate tries again
+		// (a few times) rather than answering "nothing" while unread
+		// messages are there.
+		for attempt := 0; attempt < claimAttempts && len(claimed) < limit; attempt++ {
+			uids, more, modSeq, err := pickUnread(cl, crit, tag, limit-len(claimed), true)
+			if err != nil || len(uids) == 0 {
+				out.More = false
+				return err
+			}
+			out.More = more
+			tap.arm()
+			serr := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}},
+				&imap.StoreOptions{UnchangedSince: modSeq}).Close()
+			answered, modified := tap.disarm()
+			if serr != nil {
+				return imapError(serr, folder)
+			}
+			if !answered {
+				return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
+			}
+			won := slices.DeleteFunc(uids, func(u imap.UID) bool { return modified.has(u) })
+			claimed = append(claimed, won...)
+			if len(won) == len(uids) {
+				break
+			}
+			// Some were taken by another consumer: what is left may
+			// still be there.
+			out.More = true
 		}
-		out.More = more
-		tap.arm()
-		serr := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}},
-			&imap.StoreOptions{UnchangedSince: modSeq}).Close()
-		answered, modified := tap.disarm()
-		if serr != nil {
-			return imapError(serr, folder)
-		}
-		if !answered {
-			return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
-		}
-		claimed = slices.DeleteFunc(uids, func(u imap.UID) bool { return modified.has(u) })
 		return nil
 	})
 	if err != nil {
+		// What earlier rounds claimed goes back; what the failed STORE
+		// did, if anything, cannot be known.
+		c.unclaim(ctx, creds, folder, out.UIDValidity, claimed)
 		return nil, err
 	}
 	if err := readClaimed(ctx, c, conn, folder, claimed, maxChars, out); err != nil {

@@ -112,9 +112,7 @@ func parseDate(name, s string) (time.Time, error) {
 }
 
 // pageText is the text fallback of a page: counts and the cursor outside,
-// the messages (senders, subjects) inside the untrusted block. In the Sent
-// and Drafts folders the recipients are what tells messages apart, so
-// they are shown instead of the sender (yourself).
+// the messages (senders, subjects) inside the untrusted block.
 func pageText(r PageResult, search bool) string {
 	p, f := r.Page, fence{marker: r.Untrusted.Marker}
 	var out strings.Builder
@@ -123,43 +121,49 @@ func pageText(r PageResult, search bool) string {
 	} else {
 		fmt.Fprintf(&out, "%s: %s, %d unread (showing %d, newest first).\n", line(p.Folder), plural(int(p.Total), "message"), p.Unread, len(p.Messages))
 	}
-	recipients := p.Role == "sent" || p.Role == "drafts"
 	if len(p.Messages) > 0 {
-		var b strings.Builder
-		for _, m := range p.Messages {
-			who := "(unknown sender)"
-			switch {
-			case recipients && len(m.To)+len(m.Cc) > 0:
-				who = "to " + addrList(append(append([]mailbox.Address(nil), m.To...), m.Cc...))
-			case recipients:
-				who = "(no recipients)"
-			case m.From != nil:
-				who = addrList([]mailbox.Address{*m.From})
-			}
-			marks := ""
-			if !m.Flags.Seen {
-				marks += " [unread]"
-			}
-			if m.Flags.Flagged {
-				marks += " [flagged]"
-			}
-			if m.HasAttachments {
-				marks += " [attachments]"
-			}
-			if len(m.Tags) > 0 {
-				marks += " [tags: " + strings.Join(m.Tags, ", ") + "]"
-			}
-			fmt.Fprintf(&b, "- uid %d | %s | %s | %s%s\n", m.UID, m.Date.Format("2006-01-02 15:04 -0700"), who, line(m.Subject), marks)
-			if m.Preview != "" {
-				fmt.Fprintf(&b, "  %s\n", line(m.Preview))
-			}
-		}
-		out.WriteString(f.wrap(b.String()))
+		out.WriteString(summariesText(p.Messages, p.Role == "sent" || p.Role == "drafts", f))
 	}
 	if p.NextCursor != "" {
 		fmt.Fprintf(&out, "More: pass cursor=%s\n", p.NextCursor)
 	}
 	return out.String()
+}
+
+// summariesText is the fenced block listing messages, one line each (and
+// its preview). In the Sent and Drafts folders the recipients are what
+// tells messages apart, so they are shown instead of the sender (yourself).
+func summariesText(msgs []mailbox.Summary, recipients bool, f fence) string {
+	var b strings.Builder
+	for _, m := range msgs {
+		who := "(unknown sender)"
+		switch {
+		case recipients && len(m.To)+len(m.Cc) > 0:
+			who = "to " + addrList(append(append([]mailbox.Address(nil), m.To...), m.Cc...))
+		case recipients:
+			who = "(no recipients)"
+		case m.From != nil:
+			who = addrList([]mailbox.Address{*m.From})
+		}
+		marks := ""
+		if !m.Flags.Seen {
+			marks += " [unread]"
+		}
+		if m.Flags.Flagged {
+			marks += " [flagged]"
+		}
+		if m.HasAttachments {
+			marks += " [attachments]"
+		}
+		if len(m.Tags) > 0 {
+			marks += " [tags: " + strings.Join(m.Tags, ", ") + "]"
+		}
+		fmt.Fprintf(&b, "- uid %d | %s | %s | %s%s\n", m.UID, m.Date.Format("2006-01-02 15:04 -0700"), who, line(m.Subject), marks)
+		if m.Preview != "" {
+			fmt.Fprintf(&b, "  %s\n", line(m.Preview))
+		}
+	}
+	return f.wrap(b.String())
 }
 
 func addrList(as []mailbox.Address) string {

@@ -400,6 +400,10 @@ var catalog = []definition{
 	listEmails,
 	searchEmails,
 	readEmail,
+	getThread,
+	peekInbox,
+	waitForEmail,
+	checkInbox,
 	sendEmail,
 	replyEmail,
 }

@@ -26,6 +26,10 @@ export const READ_TOOLS = [
   "imap_list_emails",
   "imap_search_emails",
   "imap_read_email",
+  "imap_get_thread",
+  "imap_peek_inbox",
+  "imap_wait_for_email",
+  "imap_check_inbox",
 ];
 
 export const SEND_SUBJECT = "mailbox-mcp client test: sent through mcp-remote";
@@ -47,6 +51,17 @@ export function argsFor(tool, ctx) {
       return ctx.newest ? { folder: "INBOX", subject: ctx.newest.subject, limit: 5 } : { folder: "INBOX", limit: 5 };
     case "imap_read_email":
       return ctx.newest ? { folder: "INBOX", uid: ctx.newest.uid, max_chars: 2000 } : null;
+    case "imap_get_thread":
+      return ctx.newest ? { folder: "INBOX", uid: ctx.newest.uid } : null;
+    case "imap_peek_inbox":
+      return { folder: "INBOX" };
+    case "imap_wait_for_email":
+      // nothing new arrives during the test: a short wait that times out
+      return { folder: "INBOX", timeout_s: 1 };
+    case "imap_check_inbox":
+      // it marks what it returns as read, which the test checks is not
+      // done by reading: not called
+      return null;
   }
   const props = tool.inputSchema?.properties ?? {};
   const required = tool.inputSchema?.required ?? [];

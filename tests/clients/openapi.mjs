@@ -7,16 +7,16 @@
 //     official schema accepts any object there) and which catches unknown
 //     or misspelt keywords.
 //
-// Input: the document's file name as the first argument.
-// Output (JSON on stdout): { version, paths: { path: [methods] }, schemas }
-// or, exit status 1, { errors: [...] }.
+// Input (JSON on stdin): the document.
+// Output (JSON on stdout): { version, paths: { path: [methods] }, schemas,
+// errors: [...] } (errors empty when the document is valid).
 
-import { readFileSync } from "node:fs";
 import { Validator } from "@seriousme/openapi-schema-validator";
 import Ajv2020 from "ajv/dist/2020.js";
 import addFormats from "ajv-formats";
+import { readInput } from "./lib.mjs";
 
-const doc = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const doc = readInput();
 const errors = [];
 
 const validator = new Validator();
@@ -59,8 +59,4 @@ for (const [path, item] of Object.entries(doc.paths ?? {})) {
   }
 }
 
-if (errors.length > 0) {
-  process.stdout.write(JSON.stringify({ errors }) + "\n");
-  process.exit(1);
-}
-process.stdout.write(JSON.stringify({ version: validator.version, paths, schemas }) + "\n");
+process.stdout.write(JSON.stringify({ version: validator.version, paths, schemas, errors }) + "\n");
