@@ -131,10 +131,19 @@ func TestRESTMirror(t *testing.T) {
 
 	t.Run("read by uid in the path", func(t *testing.T) {
 		want := newest20(t, s, alice)[3]
+		d := direct(t, s, alice)
+		if _, err := d.Select("INBOX", &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+			t.Fatal(err)
+		}
+		seen := fetchStored(t, d, imap.UID(want.UID)).has(imap.FlagSeen)
 		var msg mailbox.Message
 		restCall(t, g, "GET", fmt.Sprintf("/v1/emails/%d?folder=INBOX", want.UID), login, nil).decode(t, &msg)
-		if msg.UID != want.UID || msg.Subject != want.Subject || msg.MessageID != want.MessageID || msg.Flags.Seen {
-			t.Fatalf("read uid %d %q <%s> seen=%v, Dovecot has uid %d %q <%s>", msg.UID, msg.Subject, msg.MessageID, msg.Flags.Seen, want.UID, want.Subject, want.MessageID)
+		if msg.UID != want.UID || msg.Subject != want.Subject || msg.MessageID != want.MessageID || msg.Flags.Seen != seen {
+			t.Fatalf("read uid %d %q <%s> seen=%v, Dovecot has uid %d %q <%s> seen=%v", msg.UID, msg.Subject, msg.MessageID, msg.Flags.Seen, want.UID, want.Subject, want.MessageID, seen)
+		}
+		d.Noop().Wait()
+		if after := fetchStored(t, d, imap.UID(want.UID)).has(imap.FlagSeen); after != seen {
+			t.Fatalf("reading over REST changed \\Seen from %v to %v", seen, after)
 		}
 	})
 
@@ -278,9 +287,17 @@ func TestRESTMirror(t *testing.T) {
 		if len(idle.Messages) != 0 || !idle.TimedOut || time.Since(start) > 30*time.Second {
 			t.Fatalf("empty wait: %+v after %v", idle, time.Since(start))
 		}
+		// The cursor from peek: what arrives after it counts, even if it
+		// lands before the wait has started.
+		var peek struct {
+			NextSinceUID uint32 `json:"next_since_uid"`
+		}
+		restCall(t, g, "GET", "/v1/peek", bob, nil).decode(t, &peek)
 		subject := fmt.Sprintf("REST wait %d", time.Now().UnixNano())
 		done := make(chan restAnswer, 1)
-		go func() { done <- restCall(t, g, "GET", "/v1/wait?timeout_s=60&tag=rest-wait", bob, nil) }()
+		go func() {
+			done <- restCall(t, g, "GET", fmt.Sprintf("/v1/wait?timeout_s=60&tag=rest-wait&since_uid=%d", peek.NextSinceUID), bob, nil)
+		}()
 		time.Sleep(500 * time.Millisecond)
 		restCall(t, g, "POST", "/v1/send", login, map[string]any{
 			"to": []string{mailtest.Bob}, "subject": subject, "text": "wake up", "tags": []string{"rest-wait"},

@@ -76,6 +76,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		MaxTotal: cfg.MaxPoolSize, MaxPerGroup: cfg.MaxPoolPerUser, IdleTimeout: cfg.PoolIdleTime,
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second, Revalidate: cfg.PoolRevalidate,
 	}, log)
+	mb.SetWaitLimits(cfg.MaxWaiters, cfg.MaxWaitersPerUser)
 
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes}
@@ -184,6 +185,9 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	case serveErr = <-errc:
 	case <-ctx.Done():
 		a.log.Info("shutting down", "timeout", a.cfg.ShutdownTimeout.String())
+		// A wait can last an hour: end them now (their clients get a timed-out
+		// result and wait again elsewhere) so the others can finish in time.
+		a.mailbox.CloseWaits()
 		sctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
 		defer cancel()
 		if err := srv.Shutdown(sctx); err != nil {

@@ -77,10 +77,12 @@ type Config struct {
 	MaxBufferedBytes    int64         `env:"MAX_BUFFERED_BYTES" envDefault:"33554432" desc:"most request-body bytes all requests together hold in memory (each may hold 16 KiB besides); over it a request gets 503 with Retry-After; at least twice MAX_REQUEST_BYTES (a body is read into a buffer that doubles as it grows)"`
 	BodyReadTimeout     time.Duration `env:"BODY_READ_TIMEOUT" envDefault:"10s" desc:"deadline for receiving one request body; a slower client gets 408 and is disconnected"`
 
-	MaxPoolSize    int           `env:"MAX_POOL_SIZE" envDefault:"50" desc:"most IMAP connections open at once, all users together"`
-	MaxPoolPerUser int           `env:"MAX_POOL_PER_USER" envDefault:"4" desc:"most IMAP connections open at once for one account (the user name trimmed and lower-cased: every spelling and password together)"`
-	PoolIdleTime   time.Duration `env:"POOL_IDLE_TIMEOUT" envDefault:"5m" desc:"an idle pooled IMAP connection is closed after this long"`
-	PoolRevalidate time.Duration `env:"POOL_REVALIDATE" envDefault:"60s" desc:"a pooled IMAP connection whose login is older than this is replaced by a fresh login before it serves again, so a changed password stops the old one within this time (plus a call already running)"`
+	MaxPoolSize       int           `env:"MAX_POOL_SIZE" envDefault:"50" desc:"most IMAP connections open at once, all users together"`
+	MaxPoolPerUser    int           `env:"MAX_POOL_PER_USER" envDefault:"4" desc:"most IMAP connections open at once for one account (the user name trimmed and lower-cased: every spelling and password together)"`
+	PoolIdleTime      time.Duration `env:"POOL_IDLE_TIMEOUT" envDefault:"5m" desc:"an idle pooled IMAP connection is closed after this long"`
+	PoolRevalidate    time.Duration `env:"POOL_REVALIDATE" envDefault:"60s" desc:"a pooled IMAP connection whose login is older than this is replaced by a fresh login before it serves again, so a changed password stops the old one within this time (plus a call already running)"`
+	MaxWaiters        int           `env:"MAX_WAITERS" envDefault:"500" desc:"most imap_wait_for_email calls waiting at once, all users together (each holds an IMAP connection of its own)"`
+	MaxWaitersPerUser int           `env:"MAX_WAITERS_PER_USER" envDefault:"10" desc:"most imap_wait_for_email calls waiting at once for one account"`
 
 	// Abuse limits and host checks (internal/guard, internal/httpapi; SECURITY.md).
 	RateLimitPerMinute     float64       `env:"RATE_LIMIT_PER_MINUTE" envDefault:"0" desc:"tool calls one account (the user name trimmed and lower-cased) may make per minute, sustained; 0 turns the rate limit off"`
@@ -250,6 +252,7 @@ func (c *Config) validate(vars map[string]string) []string {
 		{"IMAP_TIMEOUT", int64(c.IMAPTimeout)}, {"SMTP_TIMEOUT", int64(c.SMTPTimeout)}, {"TOOL_TIMEOUT", int64(c.ToolTimeout)},
 		{"SHUTDOWN_TIMEOUT", int64(c.ShutdownTimeout)}, {"POOL_IDLE_TIMEOUT", int64(c.PoolIdleTime)},
 		{"POOL_REVALIDATE", int64(c.PoolRevalidate)},
+		{"MAX_WAITERS", int64(c.MaxWaiters)}, {"MAX_WAITERS_PER_USER", int64(c.MaxWaitersPerUser)},
 	}
 	for _, n := range positive {
 		if n.v <= 0 {
