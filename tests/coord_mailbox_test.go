@@ -140,59 +140,75 @@ func lmtpDeliver(t *testing.T, s *mailtest.Stack, rcpt, raw string) time.Time {
 	return done
 }
 
+// waitModes are the two ways a wait learns of new mail: IDLE (Dovecot 2.3
+// tells of new mail 0.5 s after it came) and a NOOP poll every 100 ms.
+var waitModes = []struct {
+	name      string
+	poll      time.Duration
+	p50, p99  time.Duration // the bounds asserted
+	allowIdle bool
+}{
+	{"idle", 0, 700 * time.Millisecond, time.Second, true},
+	{"poll 100ms", 100 * time.Millisecond, 100 * time.Millisecond, time.Second, false},
+}
+
 // A wait returns a message APPENDed after it started, with and without the
 // From and tag filters, ignoring mail that does not match (a tag that only
 // contains the wanted one included); the wake-up latency is measured from
-// the end of the APPEND.
+// the end of the APPEND, in IDLE and polling.
 func TestCoordWaitWakeLatency(t *testing.T) {
 	s := mailtest.Shared(t)
-	c := mailboxClient(t, s)
-	d := direct(t, s, bob)
-	folder := scratchFolder(t, d)
 	creds := stackCreds(s, bob)
-
-	const trials = 21
-	var lat []time.Duration
-	last := uint32(0)
-	for i := range trials {
-		o := mailbox.WaitOptions{Folder: folder, SinceUID: last, Timeout: 15 * time.Second}
-		var decoy string
-		from, tags := "Peer Agent <peer@example.org>", ""
-		switch i % 3 {
-		case 1:
-			o.From = "planner@example.org"
-			from = "Planner <planner@example.org>"
-			decoy = coordMsg("Someone Else <other@example.org>", "decoy "+strconv.Itoa(i), "", "not for you")
-		case 2:
-			o.Tag = "task"
-			tags = "review, task"
-			decoy = coordMsg(from, "decoy "+strconv.Itoa(i), "task-old, subtask", "tags that contain the tag")
-		}
-		ch := startWait(context.Background(), c, creds, o)
-		time.Sleep(200 * time.Millisecond) // in IDLE by now
-		if decoy != "" {
-			last = appendRaw(t, d, folder, decoy)
-			time.Sleep(50 * time.Millisecond)
-		}
-		want := appendRaw(t, d, folder, coordMsg(from, "wake "+strconv.Itoa(i), tags, "hello"))
-		delivered := time.Now()
-		w := recvWait(t, ch, 10*time.Second)
-		if w.err != nil {
-			t.Fatalf("trial %d: %v", i, w.err)
-		}
-		if w.res.TimedOut || len(w.res.Messages) != 1 || w.res.Messages[0].UID != want || w.res.NextSinceUID != want {
-			t.Fatalf("trial %d (%+v): got %+v, want only uid %d", i, o, w.res, want)
-		}
-		if got := w.res.Messages[0].Subject; got != "wake "+strconv.Itoa(i) {
-			t.Fatalf("trial %d: subject %q", i, got)
-		}
-		last = want
-		lat = append(lat, w.at.Sub(delivered))
-	}
-	p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
-	t.Logf("wake-up after APPEND over %d trials: p50 %v, p99 %v, min %v", trials, p50, p99, slices.Min(lat))
-	if p50 > 250*time.Millisecond || p99 > time.Second {
-		t.Errorf("wake-up p50 %v / p99 %v: want at most 250 ms / 1 s", p50, p99)
+	for _, mode := range waitModes {
+		t.Run(mode.name, func(t *testing.T) {
+			c := mailboxClient(t, s)
+			c.SetWaitPoll(mode.poll)
+			d := direct(t, s, bob)
+			folder := scratchFolder(t, d)
+			const trials = 21
+			var lat []time.Duration
+			last := uint32(0)
+			for i := range trials {
+				o := mailbox.WaitOptions{Folder: folder, SinceUID: last, Timeout: 15 * time.Second}
+				var decoy string
+				from, tags := "Peer Agent <peer@example.org>", ""
+				switch i % 3 {
+				case 1:
+					o.From = "planner@example.org"
+					from = "Planner <planner@example.org>"
+					decoy = coordMsg("Someone Else <other@example.org>", "decoy "+strconv.Itoa(i), "", "not for you")
+				case 2:
+					o.Tag = "task"
+					tags = "review, task"
+					decoy = coordMsg(from, "decoy "+strconv.Itoa(i), "task-old, subtask", "tags that contain the tag")
+				}
+				ch := startWait(context.Background(), c, creds, o)
+				time.Sleep(200 * time.Millisecond) // waiting by now
+				if decoy != "" {
+					last = appendRaw(t, d, folder, decoy)
+					time.Sleep(50 * time.Millisecond)
+				}
+				want := appendRaw(t, d, folder, coordMsg(from, "wake "+strconv.Itoa(i), tags, "hello"))
+				delivered := time.Now()
+				w := recvWait(t, ch, 10*time.Second)
+				if w.err != nil {
+					t.Fatalf("trial %d: %v", i, w.err)
+				}
+				if w.res.TimedOut || len(w.res.Messages) != 1 || w.res.Messages[0].UID != want || w.res.NextSinceUID != want {
+					t.Fatalf("trial %d (%+v): got %+v, want only uid %d", i, o, w.res, want)
+				}
+				if got := w.res.Messages[0].Subject; got != "wake "+strconv.Itoa(i) {
+					t.Fatalf("trial %d: subject %q", i, got)
+				}
+				last = want
+				lat = append(lat, w.at.Sub(delivered))
+			}
+			p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
+			t.Logf("%s: wake-up after APPEND over %d trials: p50 %v, p99 %v, min %v", mode.name, trials, p50, p99, slices.Min(lat))
+			if p50 > mode.p50 || p99 > mode.p99 {
+				t.Errorf("wake-up p50 %v / p99 %v: want at most %v / %v", p50, p99, mode.p50, mode.p99)
+			}
+		})
 	}
 }
 
@@ -201,26 +217,32 @@ func TestCoordWaitWakeLatency(t *testing.T) {
 // from Dovecot's LMTP answer.
 func TestCoordWaitWakeLatencyLMTP(t *testing.T) {
 	s := mailtest.Shared(t)
-	c := mailboxClient(t, s)
 	creds := stackCreds(s, bob)
-	tag := fmt.Sprintf("lmtp-%d", time.Now().UnixNano()%1_000_000)
-	var lat []time.Duration
-	for i := range 11 {
-		ch := startWait(context.Background(), c, creds, mailbox.WaitOptions{Tag: tag, Timeout: 15 * time.Second})
-		time.Sleep(200 * time.Millisecond)
-		delivered := lmtpDeliver(t, s, bob, coordMsg("Agent <agent@example.org>", "lmtp "+strconv.Itoa(i), tag, "over LMTP"))
-		w := recvWait(t, ch, 10*time.Second)
-		if w.err != nil || len(w.res.Messages) != 1 || w.res.Messages[0].Subject != "lmtp "+strconv.Itoa(i) {
-			t.Fatalf("trial %d: %+v %v", i, w.res, w.err)
-		}
-		if got := w.res.Messages[0].Tags; !slices.Equal(got, []string{tag}) {
-			t.Errorf("tags %q", got)
-		}
-		lat = append(lat, w.at.Sub(delivered))
-	}
-	t.Logf("wake-up after LMTP delivery over %d trials: p50 %v, p99 %v", len(lat), percentile(lat, 0.5), percentile(lat, 0.99))
-	if p50 := percentile(lat, 0.5); p50 > 250*time.Millisecond {
-		t.Errorf("wake-up p50 %v after LMTP, want at most 250 ms", p50)
+	for _, mode := range waitModes {
+		t.Run(mode.name, func(t *testing.T) {
+			c := mailboxClient(t, s)
+			c.SetWaitPoll(mode.poll)
+			tag := fmt.Sprintf("lmtp-%d", time.Now().UnixNano()%1_000_000)
+			var lat []time.Duration
+			for i := range 21 {
+				ch := startWait(context.Background(), c, creds, mailbox.WaitOptions{Tag: tag, Timeout: 15 * time.Second})
+				time.Sleep(200 * time.Millisecond)
+				delivered := lmtpDeliver(t, s, bob, coordMsg("Agent <agent@example.org>", "lmtp "+strconv.Itoa(i), tag, "over LMTP"))
+				w := recvWait(t, ch, 10*time.Second)
+				if w.err != nil || len(w.res.Messages) != 1 || w.res.Messages[0].Subject != "lmtp "+strconv.Itoa(i) {
+					t.Fatalf("trial %d: %+v %v", i, w.res, w.err)
+				}
+				if got := w.res.Messages[0].Tags; !slices.Equal(got, []string{tag}) {
+					t.Errorf("tags %q", got)
+				}
+				lat = append(lat, w.at.Sub(delivered))
+			}
+			p50, p99 := percentile(lat, 0.5), percentile(lat, 0.99)
+			t.Logf("%s: wake-up after LMTP delivery over %d trials: p50 %v, p99 %v", mode.name, len(lat), p50, p99)
+			if p50 > mode.p50 || p99 > mode.p99 {
+				t.Errorf("wake-up p50 %v / p99 %v after LMTP: want at most %v / %v", p50, p99, mode.p50, mode.p99)
+			}
+		})
 	}
 }
 
@@ -234,23 +256,23 @@ func TestCoordWaitSinceUIDAndTimeout(t *testing.T) {
 	folder := scratchFolder(t, d)
 	creds := stackCreds(s, bob)
 	var uids []uint32
-	for i := range 3 {
+	for i := range 4 {
 		uids = append(uids, appendRaw(t, d, folder, coordMsg("Peer <peer@example.org>", "early "+strconv.Itoa(i), "", "x")))
 	}
 	start := time.Now()
-	res, err := c.Wait(context.Background(), creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[0] - 1, Timeout: 10 * time.Second}, nil)
+	res, err := c.Wait(context.Background(), creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[0], Timeout: 10 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("returning mail already there took %v", took)
 	}
-	if res.TimedOut || len(res.Messages) != 3 || res.NextSinceUID != uids[2] {
+	if res.TimedOut || len(res.Messages) != 3 || res.NextSinceUID != uids[3] {
 		t.Fatalf("%+v", res)
 	}
 	for i, m := range res.Messages {
-		if m.UID != uids[i] {
-			t.Fatalf("message %d is uid %d, want %d (oldest first)", i, m.UID, uids[i])
+		if m.UID != uids[i+1] {
+			t.Fatalf("message %d is uid %d, want %d (oldest first)", i, m.UID, uids[i+1])
 		}
 	}
 	// Without since_uid only newer mail counts: what is there is not returned.
@@ -259,10 +281,10 @@ func TestCoordWaitSinceUIDAndTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if took := time.Since(start); !res2.TimedOut || len(res2.Messages) != 0 || res2.Messages == nil || res2.NextSinceUID != uids[2] || took < time.Second || took > 3*time.Second {
+	if took := time.Since(start); !res2.TimedOut || len(res2.Messages) != 0 || res2.Messages == nil || res2.NextSinceUID != uids[3] || took < time.Second || took > 3*time.Second {
 		t.Fatalf("timeout after %v: %+v", took, res2)
 	}
-	_, err = c.Wait(context.Background(), creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[2], UIDValidity: res.UIDValidity + 1, Timeout: time.Second}, nil)
+	_, err = c.Wait(context.Background(), creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[3], UIDValidity: res.UIDValidity + 1, Timeout: time.Second}, nil)
 	if mailerr.SubjectOf(err) != mailerr.SubjectCursor {
 		t.Fatalf("another UIDVALIDITY: %v, want an error about the cursor", err)
 	}
@@ -270,7 +292,7 @@ func TestCoordWaitSinceUIDAndTimeout(t *testing.T) {
 	// result, not as an error.
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	res3, err := c.Wait(ctx, creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[2], Timeout: time.Minute}, nil)
+	res3, err := c.Wait(ctx, creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[3], Timeout: time.Minute}, nil)
 	if err != nil || !res3.TimedOut {
 		t.Fatalf("caller deadline: %+v %v", res3, err)
 	}
@@ -386,15 +408,15 @@ func TestCoordWaitPollingWithoutIdle(t *testing.T) {
 	if w.err != nil || len(w.res.Messages) != 1 || w.res.Messages[0].UID != uid {
 		t.Fatalf("%+v %v", w.res, w.err)
 	}
-	t.Logf("without IDLE the wait woke %v after the APPEND; %d searches went through the proxy", w.at.Sub(delivered), proxy.sent("UID SEARCH"))
+	t.Logf("without IDLE the wait woke %v after the APPEND; %d NOOPs went through the proxy", w.at.Sub(delivered), proxy.sent(" NOOP"))
 	if n := proxy.sent(" IDLE"); n != 0 {
 		t.Errorf("the wait sent IDLE %d times to a server without it", n)
 	}
 	if w.at.Sub(delivered) > 3*time.Second {
 		t.Errorf("woke %v after the APPEND, want within the 2 s poll", w.at.Sub(delivered))
 	}
-	if n := proxy.sent("UID SEARCH"); n < 4 {
-		t.Errorf("only %d searches: the wait did not poll", n)
+	if n := proxy.sent(" NOOP"); n < 1 {
+		t.Errorf("no NOOP: the wait did not poll")
 	}
 }
 
@@ -410,13 +432,16 @@ func fillUnread(t *testing.T, d *imapclient.Client, folder string, n int) []uint
 
 // Concurrent consumers, each with a pool of its own (as two gateway
 // processes have), drain 200 unread messages: every message is returned
-// exactly once and none is left unread.
+// exactly once and none is left unread. Eight consumers drain three times:
+// Dovecot lets two simultaneous conditional stores both pass on the same
+// message in about one run in four (see consume.go), which the claim must
+// catch.
 func TestCoordConsumeExactlyOnce(t *testing.T) {
 	s := mailtest.Shared(t)
-	d := direct(t, s, bob)
 	creds := stackCreds(s, bob)
-	for _, consumers := range []int{2, 8} {
-		t.Run(fmt.Sprintf("%d consumers", consumers), func(t *testing.T) {
+	for round, consumers := range []int{2, 8, 8, 8} {
+		t.Run(fmt.Sprintf("%d consumers, round %d", consumers, round), func(t *testing.T) {
+			d := direct(t, s, bob)
 			folder := scratchFolder(t, d)
 			uids := fillUnread(t, d, folder, 200)
 			clients := make([]*mailbox.Client, consumers)
@@ -570,6 +595,9 @@ func TestCoordPeek(t *testing.T) {
 		uids = append(uids, appendRaw(t, d, folder, coordMsg(from, "peek "+strconv.Itoa(i), tags, "x")))
 	}
 	// Cy's message and the first of Ann's are read.
+	if _, err := d.Select(folder, nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
 	if err := d.Store(imap.UIDSetNum(imap.UID(uids[0]), imap.UID(uids[3])), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
 		t.Fatal(err)
 	}

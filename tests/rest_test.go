@@ -305,9 +305,11 @@ func TestRESTMirror(t *testing.T) {
 		var woke struct {
 			Messages []struct{ Subject string }
 		}
-		(<-done).decode(t, &woke)
+		a := <-done
+		a.decode(t, &woke)
 		if len(woke.Messages) == 0 || woke.Messages[0].Subject != subject {
-			t.Fatalf("wait returned %+v, want %q", woke.Messages, subject)
+			listed := restCall(t, g, "GET", "/v1/emails?tag=rest-wait&format=text", bob, nil)
+			t.Fatalf("wait (since_uid=%d) returned %s, want %q; bob's list by the tag:\n%s", peek.NextSinceUID, a.body, subject, listed.body)
 		}
 	})
 }

@@ -6,12 +6,16 @@
 // HTTP at concurrency 1, 8 and 64, next to the same IMAP commands sent by a
 // bare go-imap client on a warm connection, and cold calls (new TLS and
 // login each time). It prints the table and the ratios the targets are
-// stated in, and with -out writes them into docs/benchmarks.md.
+// stated in, and with -out writes them into docs/benchmarks.md. With
+// -coord it runs only the coordination benchmark instead (coord.go): how
+// soon imap_wait_for_email wakes after Dovecot has a message, and what 200
+// waits held open cost; -smoke runs a reduced version of both.
 //
 // Run it as root from the repository root (the stack's daemons need both):
 //
-//	go run ./cmd/mailbox-bench -out docs/benchmarks.md     # full run, ~5 min
-//	go run ./cmd/mailbox-bench -smoke                      # CI: 1,000 messages
+//	go run ./cmd/mailbox-bench -out docs/benchmarks.md         # full run, ~5 min
+//	go run ./cmd/mailbox-bench -coord -out docs/benchmarks.md  # coordination, ~2 min
+//	go run ./cmd/mailbox-bench -smoke                          # CI: 1,000 messages
 package main
 
 import (
@@ -42,6 +46,13 @@ type options struct {
 	keep       bool
 	c1Only     bool
 	gwEnv      []string
+
+	coord        bool // only the coordination benchmark
+	coordTrials  int
+	coordWaiters int
+	// inotifyInstances, when above the kernel's fs.inotify.max_user_instances,
+	// raises it for the coordination run (and sets it back after).
+	inotifyInstances int
 }
 
 func main() {
@@ -55,6 +66,10 @@ func main() {
 	flag.DurationVar(&o.cellMax, "cell-max", 30*time.Second, "start no more calls in one cell after this long")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (the gateway's logs)")
 	flag.BoolVar(&o.c1Only, "c1-only", false, "stop after the concurrency-1 runs (for profiling a change; the report is partial)")
+	flag.BoolVar(&o.coord, "coord", false, "run only the coordination benchmark (wake-up latency of imap_wait_for_email, many waiters held open); with -smoke, its reduced version")
+	flag.IntVar(&o.coordTrials, "coord-trials", 60, "timed wake-ups in the coordination benchmark")
+	flag.IntVar(&o.coordWaiters, "coord-waiters", 200, "waits held open at once in the coordination benchmark, on 50 accounts")
+	flag.IntVar(&o.inotifyInstances, "inotify-instances", 0, "raise the kernel's fs.inotify.max_user_instances to this for the coordination run, and set it back after (0: leave it; every Dovecot IDLE takes one, all as one uid)")
 	var gwEnv string
 	flag.StringVar(&gwEnv, "gateway-env", "", "extra KEY=VALUE settings for the gateway, separated by spaces (experiments, e.g. GOGC=200)")
 	flag.Parse()
@@ -78,6 +93,9 @@ func main() {
 			os.Exit(2)
 		}
 		o.sizes = append(o.sizes, n)
+	}
+	if o.coord {
+		o.sizes = o.sizes[:1] // one account of the first size takes the other calls
 	}
 	o.args = strings.Join(os.Args[1:], " ")
 	if err := runBench(o); err != nil {
@@ -122,7 +140,18 @@ func runBench(o options) error {
 	}
 
 	users := map[string]string{}
-	for i := 1; i <= 16; i++ {
+	loadUsers := 16
+	if o.coord {
+		loadUsers = 1
+	}
+	if o.coord || o.smoke {
+		users[waker] = "wakerpw"
+		for i := range coordScaleFor(o).users {
+			u, pw := coordUser(i)
+			users[u] = pw
+		}
+	}
+	for i := 1; i <= loadUsers; i++ {
 		u := fmt.Sprintf("load%02d@example.test", i)
 		users[u] = fmt.Sprintf("loadpw%02d", i)
 		b.load = append(b.load, u)
@@ -162,22 +191,38 @@ func runBench(o options) error {
 	for _, u := range b.load[1:] {
 		b.typical[u], b.sender[u] = b.typical[b.load[0]], b.sender[b.load[0]]
 	}
-	b.rep.loadBefore = loadavg()
-	if err := b.measure(ctx); err != nil {
-		return err
-	}
-	b.rep.loadAfter = loadavg()
-	b.rep.finished = time.Now()
-	text := b.rep.markdown()
-	fmt.Println(text)
-	if o.out != "" {
-		if err := writeResults(o.out, text); err != nil {
+	if !o.coord {
+		b.rep.loadBefore = loadavg()
+		if err := b.measure(ctx); err != nil {
 			return err
 		}
-		logf("wrote %s", o.out)
+		b.rep.loadAfter = loadavg()
+		b.rep.finished = time.Now()
+		text := b.rep.markdown()
+		fmt.Println(text)
+		if o.out != "" {
+			if err := writeResults(o.out, beginMarker, endMarker, text); err != nil {
+				return err
+			}
+			logf("wrote %s", o.out)
+		}
+		if bad := b.rep.errors(); bad != "" {
+			return errors.New(bad)
+		}
 	}
-	if bad := b.rep.errors(); bad != "" {
-		return errors.New(bad)
+	if o.coord || o.smoke {
+		cr, err := b.coord(ctx)
+		if err != nil {
+			return fmt.Errorf("coordination: %w", err)
+		}
+		text := cr.markdown()
+		fmt.Println(text)
+		if o.out != "" {
+			if err := writeResults(o.out, coordBeginMarker, coordEndMarker, text); err != nil {
+				return err
+			}
+			logf("wrote %s", o.out)
+		}
 	}
 	return nil
 }

@@ -265,13 +265,15 @@ func (r *report) markdown() string {
 }
 
 const (
-	beginMarker = "<!-- BEGIN RESULTS (written by cmd/mailbox-bench) -->"
-	endMarker   = "<!-- END RESULTS -->"
+	beginMarker      = "<!-- BEGIN RESULTS (written by cmd/mailbox-bench) -->"
+	endMarker        = "<!-- END RESULTS -->"
+	coordBeginMarker = "<!-- BEGIN COORD RESULTS (written by cmd/mailbox-bench -coord) -->"
+	coordEndMarker   = "<!-- END COORD RESULTS -->"
 )
 
-// writeResults replaces the text between the markers of path (or appends
-// the markers and the text when the file has none).
-func writeResults(path, text string) error {
+// writeResults replaces the text between the markers begin and end of path
+// (or appends the markers and the text when the file has none).
+func writeResults(path, beginMarker, endMarker, text string) error {
 	old, err := os.ReadFile(path)
 	if err != nil && !os.IsNotExist(err) {
 		return err

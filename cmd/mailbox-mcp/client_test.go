@@ -59,7 +59,7 @@ func (r cliRun) want(t *testing.T, code int) cliRun {
 	return r
 }
 
-func TestClientAgainstDemo(t *testing.T) {
+func TestCLIAgainstDemo(t *testing.T) {
 	d := startDemo(t, "ENCRYPTION_KEY="+key)
 	alice, bob := d.users[0], d.users[1]
 	as := func(u demo.User) []string {
@@ -196,7 +196,7 @@ func TestClientAgainstDemo(t *testing.T) {
 	})
 }
 
-func TestClientHelp(t *testing.T) {
+func TestCLIHelp(t *testing.T) {
 	for _, name := range []string{"send", "peek", "check", "wait", "list", "read"} {
 		r := runCLI(t, nil, "", name, "--help").want(t, exitOK)
 		for _, want := range []string{"Usage: mailbox-mcp " + name, "Exit status:", "3  the gateway is unavailable", "MAILBOX_TOKEN", "-json"} {
@@ -213,7 +213,7 @@ func TestClientHelp(t *testing.T) {
 
 // 5xx answers exit 3 like an unreachable gateway; other 4xx exit 4; an
 // answer that is not the mirror's is not taken for a result.
-func TestClientStatusToExitCode(t *testing.T) {
+func TestCLIStatusToExitCode(t *testing.T) {
 	status := 0
 	body := ""
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -244,7 +244,7 @@ func TestClientStatusToExitCode(t *testing.T) {
 	}
 }
 
-func TestGatewayURL(t *testing.T) {
+func TestCLIGatewayURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"http://127.0.0.1:3000":                "http://127.0.0.1:3000/v1/peek",
 		"http://127.0.0.1:3000/":               "http://127.0.0.1:3000/v1/peek",
@@ -265,7 +265,7 @@ func TestGatewayURL(t *testing.T) {
 	}
 }
 
-func TestParseInterleaved(t *testing.T) {
+func TestCLIParseInterleaved(t *testing.T) {
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
 	folder := fs.String("folder", "", "")
 	asJSON := fs.Bool("json", false, "")

@@ -77,6 +77,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second, Revalidate: cfg.PoolRevalidate,
 	}, log)
 	mb.SetWaitLimits(cfg.MaxWaiters, cfg.MaxWaitersPerUser)
+	mb.SetWaitPoll(cfg.WaitPollInterval)
 
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes}

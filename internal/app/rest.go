@@ -6,10 +6,10 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/rest"
 )
 
-// restRoutes is the REST mirror's route table (docs/rest.md): which tool
-// each /v1/ route calls. Everything else (parameters, bodies, answers,
-// errors, the OpenAPI document) internal/rest derives from the tools'
-// definitions. A route whose tool is not enabled answers 404.
+// restRoutes is the REST mirror's route table: which tool each /v1/ route
+// calls. Everything else (parameters, bodies, answers, errors, the OpenAPI
+// document) internal/rest derives from the tools' definitions. A route
+// whose tool is not enabled answers 404.
 var restRoutes = []rest.Route{
 	{Method: http.MethodPost, Path: "/v1/send", Tools: []string{"smtp_send_email"}, Summary: "Send an email"},
 	{Method: http.MethodPost, Path: "/v1/reply", Tools: []string{"smtp_reply_email"}, Summary: "Reply to an email"},
@@ -19,6 +19,7 @@ var restRoutes = []rest.Route{
 	// Without search criteria a listing; with any, a search.
 	{Method: http.MethodGet, Path: "/v1/emails", Tools: []string{"imap_list_emails", "imap_search_emails"}, Summary: "List or search the messages of a folder"},
 	{Method: http.MethodGet, Path: "/v1/emails/{uid}", Tools: []string{"imap_read_email"}, Summary: "Read one message"},
+	{Method: http.MethodGet, Path: "/v1/emails/{uid}/thread", Tools: []string{"imap_get_thread"}, Summary: "The conversation of one message, oldest first"},
 	{Method: http.MethodGet, Path: "/v1/folders", Tools: []string{"imap_list_folders"}, Summary: "List the folders"},
 }
 

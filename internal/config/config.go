@@ -82,7 +82,8 @@ type Config struct {
 	PoolIdleTime      time.Duration `env:"POOL_IDLE_TIMEOUT" envDefault:"5m" desc:"an idle pooled IMAP connection is closed after this long"`
 	PoolRevalidate    time.Duration `env:"POOL_REVALIDATE" envDefault:"60s" desc:"a pooled IMAP connection whose login is older than this is replaced by a fresh login before it serves again, so a changed password stops the old one within this time (plus a call already running)"`
 	MaxWaiters        int           `env:"MAX_WAITERS" envDefault:"500" desc:"most imap_wait_for_email calls waiting at once, all users together (each holds an IMAP connection of its own)"`
-	MaxWaitersPerUser int           `env:"MAX_WAITERS_PER_USER" envDefault:"10" desc:"most imap_wait_for_email calls waiting at once for one account"`
+	MaxWaitersPerUser int           `env:"MAX_WAITERS_PER_USER" envDefault:"6" desc:"most imap_wait_for_email calls waiting at once for one account (with MAX_POOL_PER_USER=4 this stays within Dovecot's default of 10 connections per user and address)"`
+	WaitPollInterval  time.Duration `env:"WAIT_POLL_INTERVAL" envDefault:"0s" desc:"0 (the default): waits use IMAP IDLE, which costs nothing while waiting but wakes only as fast as the server notifies (Dovecot 2.3: 0.5 s after delivery); a duration such as 100ms polls with NOOP instead: faster wake-up (about 60 ms on Dovecot) at a steady cost on the mail server and the gateway for every waiting call"`
 
 	// Abuse limits and host checks (internal/guard, internal/httpapi; SECURITY.md).
 	RateLimitPerMinute     float64       `env:"RATE_LIMIT_PER_MINUTE" envDefault:"0" desc:"tool calls one account (the user name trimmed and lower-cased) may make per minute, sustained; 0 turns the rate limit off"`
@@ -293,6 +294,9 @@ func (c *Config) validate(vars map[string]string) []string {
 	}
 	if strings.ContainsAny(c.SentFolder, "\r\n\x00") {
 		bad("SENT_FOLDER", "must not contain line breaks or NUL")
+	}
+	if c.WaitPollInterval < 0 || c.WaitPollInterval > 0 && c.WaitPollInterval < 20*time.Millisecond {
+		bad("WAIT_POLL_INTERVAL", "expected 0 (IDLE) or a duration of at least 20ms, got %q", vars["WAIT_POLL_INTERVAL"])
 	}
 	p = append(p, c.validateGuard(vars)...)
 	if c.MailCAFile != "" {

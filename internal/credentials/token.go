@@ -34,8 +34,8 @@ const (
 // Errors a token can be refused with. Their text is safe to show a user.
 var (
 	ErrMalformed  = errors.New("the credentials token is not a mailbox-mcp token (malformed or truncated)")
-	ErrVersion    = errors.New("the credentials token has an unsupported version; make a new one with imap_encrypt_credentials")
-	ErrForeignKey = errors.New("the credentials token was sealed with a different key than this server's (made by another server, or the key was rotated); make a new one with imap_encrypt_credentials")
+	ErrVersion    = errors.New("the credentials token has an unsupported version")
+	ErrForeignKey = errors.New("the credentials token was sealed with a different key than this server's (made by another server, or the key was rotated)")
 	ErrTampered   = errors.New("the credentials token has been altered or truncated and cannot be opened")
 	// ErrNotUTF8 refuses to seal what the token's JSON payload could not
 	// carry unchanged (it would open as a different password).

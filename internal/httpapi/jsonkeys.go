@@ -12,7 +12,7 @@ import (
 // encoding/json (v1), which mcp-go and the tool layer decode with, keeps
 // the last of two equal keys, and matches a struct field by a key in any
 // letter case ("name", "NAME" and "nam\u0065" all set Name). A body such
-// as {"name":"imap_list_folders","name":"smtp_send_email"} could then look
+// as {"name":"list_something","name":"send_something"} could then look
 // like one call to a reader of the first key and be another to the server.
 // duplicateKey refuses such bodies before anything decodes them.
 

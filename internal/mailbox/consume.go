@@ -6,14 +6,15 @@ package mailbox
 // With CONDSTORE (RFC 7162) the claim is a conditional STORE: UID SEARCH
 // UNSEEN with a MODSEQ criterion answers the candidates and the highest
 // mod-sequence among them, M; UID STORE (UNCHANGEDSINCE M) +FLAGS.SILENT
-// (\Seen) then changes only the candidates that nobody changed since the
-// search, atomically in the server, and names the others in the tagged
-// OK [MODIFIED set]. What this STORE claimed is the candidates minus that
-// set. The untagged FETCH answers cannot tell it: go-imap (v2.0.0-beta.8)
-// hands the STORE every FETCH for its UIDs, including the unilateral ones
-// that report another session's change (Dovecot sends them in the same
-// answer), and it drops the MODIFIED code. So the claim runs on a
-// connection of its own whose wire is tapped for that one tagged line.
+// (\Seen) is meant to change only the candidates nobody changed since,
+// naming the others in the tagged OK [MODIFIED set]. Two things stand in
+// the way of reading the outcome off the answer as go-imap (v2.0.0-beta.8)
+// hands it over: it drops the MODIFIED code, and it gives the STORE every
+// untagged FETCH for its UIDs, including those about another session's
+// change. And Dovecot 2.3's check is not atomic across sessions (see
+// storeAnswer.won). So the claim runs on a connection of its own whose
+// wire is tapped for the STORE's whole answer, and what it claimed is
+// decided from that (storeAnswer.won).
 
 import (
 	"bytes"
@@ -118,7 +119,7 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 	var found, condStore bool
 	var uv uint32
 	err := c.do(ctx, creds, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
-		if _, err := conn.examine(folder); err != nil {
+		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}
 		cl := conn.client()
@@ -183,14 +184,15 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 			tap.arm()
 			serr := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}},
 				&imap.StoreOptions{UnchangedSince: modSeq}).Close()
-			answered, modified := tap.disarm()
+			ans := tap.disarm()
 			if serr != nil {
 				return imapError(serr, folder)
 			}
-			if !answered {
+			if !ans.answered {
 				return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
 			}
-			won := slices.DeleteFunc(uids, func(u imap.UID) bool { return modified.has(u) })
+			won, exact := ans.won(uids)
+			out.ExactlyOnce = out.ExactlyOnce && exact
 			claimed = append(claimed, won...)
 			if len(won) == len(uids) {
 				break
@@ -367,85 +369,165 @@ func (c *Client) unclaim(ctx context.Context, creds credentials.Credentials, fol
 }
 
 // modifiedTap reads the wire (as go-imap's DebugWriter, which gets both
-// directions) while armed, to learn the tag of the UID STORE sent and the
-// MODIFIED set of its tagged answer. Disarmed, it drops everything at once:
-// the login went through it too.
+// directions) while armed, for what the server says about the conditional
+// STORE: the MODIFIED set of its tagged answer and the untagged FETCH of
+// each message. Disarmed, it drops everything at once: the login went
+// through it too.
 type modifiedTap struct {
-	mu       sync.Mutex
-	armed    bool
-	line     []byte
-	tag      string
+	mu      sync.Mutex
+	armed   bool
+	line    []byte
+	tooLong bool
+	ans     storeAnswer
+}
+
+// storeAnswer is what the server answered to a conditional STORE.
+type storeAnswer struct {
 	answered bool
 	modified uidRanges
+	fetched  map[uint32]fetchedChange
+}
+
+// fetchedChange is an untagged FETCH about one message in the answer: its
+// MODSEQ, and whether it carried FLAGS.
+type fetchedChange struct {
+	modSeq uint64
+	flags  bool
+}
+
+// won says which of uids this STORE claimed, and whether that is known
+// exactly.
+//
+// Not in MODIFIED is not enough: Dovecot 2.3 checks UNCHANGEDSINCE against
+// the session's view from the start of the STORE, so when two sessions
+// store at the same moment, both can pass the check on the same message
+// (seen here: 8 consumers, one message in ten runs returned twice). The
+// FETCH answers tell them apart. With .SILENT a change of one's own is
+// reported with its MODSEQ only (RFC 7162), and FLAGS mean that another
+// session changed the message since this one last looked. The session
+// that set \Seen first sees its message clean; the other one sees that
+// change, with FLAGS. A message reported with FLAGS is still this
+// STORE's when its MODSEQ is this STORE's own (another session changed
+// some other flag first): the MODSEQ of the clean ones. A server that
+// reports nothing at all (against RFC 7162) leaves only MODIFIED to go by:
+// then the claim is not known to be exact.
+func (a storeAnswer) won(uids []imap.UID) (won []imap.UID, exact bool) {
+	own := map[uint64]bool{}
+	for _, f := range a.fetched {
+		if !f.flags {
+			own[f.modSeq] = true
+		}
+	}
+	// Silent: messages left unmodified, yet no FETCH about any of them.
+	silent := len(a.fetched) == 0 && slices.ContainsFunc(uids, func(u imap.UID) bool { return !a.modified.has(u) })
+	for _, u := range uids {
+		if a.modified.has(u) {
+			continue
+		}
+		f, ok := a.fetched[uint32(u)]
+		switch {
+		case silent:
+			won = append(won, u)
+		case ok && (!f.flags || own[f.modSeq]):
+			won = append(won, u)
+		}
+	}
+	return won, !silent
 }
 
 var (
-	storeLine    = regexp.MustCompile(`^(\S+) UID STORE `)
-	modifiedCode = regexp.MustCompile(`^\[MODIFIED ([0-9:,*]+)\]`)
+	storeCommand = regexp.MustCompile(`^\S+ UID STORE [^\r\n]*\r\n$`)
+	taggedStatus = regexp.MustCompile(`^[A-Za-z0-9]+ (?i:(OK|NO|BAD))(?: (.*))?$`)
+	modifiedCode = regexp.MustCompile(`^\[(?i:MODIFIED) ([0-9:,*]+)\]`)
+	fetchLine    = regexp.MustCompile(`^\* \d+ (?i:FETCH) \((.*)\)$`)
+	fetchUID     = regexp.MustCompile(`(?i:\bUID) (\d+)`)
+	fetchModSeq  = regexp.MustCompile(`(?i:\bMODSEQ) \((\d+)\)`)
+	fetchFlags   = regexp.MustCompile(`(?i:\bFLAGS) \(`)
 )
 
 // maxTapLine bounds a line kept while armed; the lines it looks for are
-// short (a MODIFIED set of at most MaxConsumeLimit UIDs).
+// short (a MODIFIED set of at most MaxConsumeLimit UIDs, FETCH FLAGS).
 const maxTapLine = 64 << 10
 
 func (t *modifiedTap) arm() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.armed, t.line, t.tag, t.answered, t.modified = true, t.line[:0], "", false, nil
+	t.armed, t.line, t.tooLong = true, t.line[:0], false
+	t.ans = storeAnswer{fetched: map[uint32]fetchedChange{}}
 }
 
-// disarm stops reading and says whether the STORE's tagged answer was seen,
-// and which UIDs it named as modified.
-func (t *modifiedTap) disarm() (answered bool, modified uidRanges) {
+// disarm stops reading and returns what the STORE's answer said.
+func (t *modifiedTap) disarm() storeAnswer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.armed, t.line = false, nil
-	return t.answered, t.modified
+	return t.ans
 }
 
 func (t *modifiedTap) Write(p []byte) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !t.armed {
+	// The STORE command comes in one write of its own (go-imap flushes
+	// each command whole): it is the only thing sent while armed, and
+	// must not mix with the answer's bytes in the line being read.
+	if !t.armed || storeCommand.Match(p) {
 		return len(p), nil
 	}
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
-			if len(t.line)+len(p) <= maxTapLine {
-				t.line = append(t.line, p...)
-			}
+			t.keep(p)
 			break
 		}
-		if len(t.line)+i <= maxTapLine {
-			t.line = append(t.line, p[:i]...)
+		t.keep(p[:i])
+		if !t.tooLong {
 			t.inspect(strings.TrimRight(string(t.line), "\r"))
 		}
-		t.line = t.line[:0]
+		t.line, t.tooLong = t.line[:0], false
 		p = p[i+1:]
 	}
 	return n, nil
 }
 
+// keep adds b to the line being read; a line past maxTapLine is skipped
+// whole.
+func (t *modifiedTap) keep(b []byte) {
+	if t.tooLong || len(t.line)+len(b) > maxTapLine {
+		t.tooLong = true
+		return
+	}
+	t.line = append(t.line, b...)
+}
+
+// inspect looks at one line the server sent. While armed only the STORE is
+// in flight: the one tagged status line is its answer, and the untagged
+// FETCHes before it report changes.
 func (t *modifiedTap) inspect(line string) {
-	if t.tag == "" {
-		if m := storeLine.FindStringSubmatch(line); m != nil {
-			t.tag = m[1]
-		}
+	if t.ans.answered {
 		return
 	}
-	rest, ok := strings.CutPrefix(line, t.tag+" ")
-	if !ok || t.answered {
+	if m := fetchLine.FindStringSubmatch(line); m != nil {
+		u, ms := fetchUID.FindStringSubmatch(m[1]), fetchModSeq.FindStringSubmatch(m[1])
+		if u == nil {
+			return
+		}
+		uid, _ := strconv.ParseUint(u[1], 10, 32)
+		f := t.ans.fetched[uint32(uid)]
+		if ms != nil {
+			f.modSeq, _ = strconv.ParseUint(ms[1], 10, 64)
+		}
+		f.flags = f.flags || fetchFlags.MatchString(m[1])
+		t.ans.fetched[uint32(uid)] = f
 		return
 	}
-	status, text, _ := strings.Cut(rest, " ")
-	switch strings.ToUpper(status) {
-	case "OK", "NO", "BAD":
-		t.answered = true
-		if m := modifiedCode.FindStringSubmatch(text); m != nil {
-			t.modified = parseUIDRanges(m[1])
-		}
+	m := taggedStatus.FindStringSubmatch(line)
+	if m == nil {
+		return
+	}
+	t.ans.answered = true
+	if c := modifiedCode.FindStringSubmatch(m[2]); c != nil {
+		t.ans.modified = parseUIDRanges(c[1])
 	}
 }
 

@@ -340,6 +340,11 @@ func readAtMost(r interface{ Read([]byte) (int, error) }, n int) []byte {
 // the truth (the server can close the mailbox or the connection at any time).
 func (conn *Conn) examine(folder string) (*imapclient.SelectedMailbox, error) {
 	if mb := conn.client().Mailbox(); mb != nil && conn.selected == folder && !conn.selectedRW {
+		// A NOOP ahead of the call's commands (pipelined: no extra round
+		// trip) makes Dovecot look at the folder again, so a SEARCH sees
+		// mail that arrived since the connection was last used; without
+		// it the first SEARCH can miss it.
+		conn.client().Noop()
 		return mb, nil
 	}
 	data, err := conn.sel(folder, true)

@@ -75,12 +75,17 @@ func (c *Client) Peek(ctx context.Context, creds credentials.Credentials, folder
 	}
 	var out *PeekResult
 	err := c.do(ctx, creds, "looking at the folder", true, func(ctx context.Context, conn *Conn) error {
-		mb, err := conn.examine(folder)
+		mb, err := conn.examineFresh(folder)
 		if err != nil {
 			return err
 		}
+		cl := conn.client()
+		count := mb.NumMessages
+		if now := cl.Mailbox(); now != nil && now.Name == folder {
+			count = now.NumMessages
+		}
 		if tag == "" {
-			out, err = peekAll(conn.client(), folder, mb.NumMessages)
+			out, err = peekAll(cl, folder, count)
 		} else {
 			out, err = peekTagged(conn.client(), folder, tag)
 		}
@@ -106,9 +111,9 @@ func peekAll(cl *imapclient.Client, folder string, count uint32) (*PeekResult, e
 	unseenCmd := cl.UIDSearch(&imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}, opts)
 	var newestCmd *imapclient.FetchCommand
 	if count > 0 {
-		var last imap.SeqSet
-		last.AddRange(0, 0) // "*"
-		newestCmd = cl.Fetch(last, &imap.FetchOptions{UID: true, InternalDate: true})
+		// By number, not "*": go-imap hands the answer to a FETCH of "*"
+		// to no command (it cannot tell which number "*" was).
+		newestCmd = cl.Fetch(imap.SeqSetNum(count), &imap.FetchOptions{UID: true, InternalDate: true})
 		defer newestCmd.Close()
 	}
 	sd, serr := status.Wait()
@@ -330,4 +335,24 @@ func (s senderCounter) top(n int) []SenderCount {
 		out = out[:n]
 	}
 	return out
+}
+
+// examineFresh is examine, plus a NOOP when the connection had the folder
+// open already: Dovecot brings a session's view of its mailbox up to date
+// at the end of each command, not at the start, so on a connection that
+// sat idle in the pool a SEARCH (or a STATUS of the selected mailbox,
+// answered with [CLIENTBUG]) does not see mail that arrived meanwhile.
+func (conn *Conn) examineFresh(folder string) (*imapclient.SelectedMailbox, error) {
+	reused := conn.selected == folder && !conn.selectedRW && conn.client().Mailbox() != nil
+	mb, err := conn.examine(folder)
+	if err != nil || !reused {
+		return mb, err
+	}
+	if err := conn.client().Noop().Wait(); err != nil {
+		return nil, imapError(err, folder)
+	}
+	if now := conn.client().Mailbox(); now != nil && now.Name == folder {
+		mb = now
+	}
+	return mb, nil
 }

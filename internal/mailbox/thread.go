@@ -128,7 +128,7 @@ type threadWalk struct {
 
 func (t *threadWalk) run(folder string, uid uint32, also []string) (*ThreadResult, error) {
 	cl := t.conn.client()
-	if _, err := t.conn.examine(folder); err != nil {
+	if _, err := t.conn.examineFresh(folder); err != nil {
 		return nil, err
 	}
 	seed, err := t.fetch(folder, []imap.UID{imap.UID(uid)})
@@ -258,7 +258,7 @@ func (t *threadWalk) searchIn(folder string, optional bool) (bool, error) {
 		return false, nil
 	}
 	slices.Sort(ids)
-	if _, err := t.conn.examine(folder); err != nil {
+	if _, err := t.conn.examineFresh(folder); err != nil {
 		if optional && mailerr.KindOf(err) == mailerr.NotFound {
 			for _, id := range ids {
 				done[id] = true
@@ -505,7 +505,7 @@ func (t *threadWalk) snippets(msgs []*threadMsg) (map[Location]string, error) {
 		g.uids = append(g.uids, imap.UID(m.loc.UID))
 	}
 	for _, f := range order {
-		if _, err := t.conn.examine(f); err != nil {
+		if _, err := t.conn.examineFresh(f); err != nil {
 			return nil, err
 		}
 		for _, g := range byFolder[f] {

@@ -79,6 +79,15 @@ var errorStatuses = []struct{ code, desc string }{
 	{"504", "timeout: the mail server did not answer in time, or the call ran past the gateway's limit"},
 }
 
+func statusDescription(code string) string {
+	for _, s := range errorStatuses {
+		if s.code == code {
+			return s.desc
+		}
+	}
+	return ""
+}
+
 var security = []map[string][]string{
 	{"bearerToken": {}},
 	{"mailboxToken": {}},
@@ -121,7 +130,7 @@ func document(eps []*endpoint, version string) ([]byte, error) {
 					"content":     map[string]any{"application/json": mediaType{ref("schemas", "Error")}},
 				},
 				"Busy": map[string]any{
-					"description": errorStatuses[9].desc,
+					"description": statusDescription("503"),
 					"headers": map[string]any{"Retry-After": map[string]any{
 						"description": "Seconds to wait before trying again (busy only).",
 						"schema":      map[string]any{"type": "integer"},

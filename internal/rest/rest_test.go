@@ -211,6 +211,38 @@ func TestRESTListSearchRead(t *testing.T) {
 	}
 }
 
+// A path argument and a list in the query: the thread of a demo reply
+// holds the messages it answers, oldest first.
+func TestRESTThread(t *testing.T) {
+	m := startMirror(t)
+	var found page
+	m.do(t, "GET", "/v1/emails?subject=roadmap&limit=50", login(m.alice), "").json(t, &found)
+	if len(found.Messages) < 2 {
+		t.Fatalf("the demo has %d roadmap messages", len(found.Messages))
+	}
+	newest := found.Messages[0]
+	a := m.do(t, "GET", fmt.Sprintf("/v1/emails/%d/thread?also_folders=Archive,Drafts", newest.UID), login(m.alice), "")
+	var th struct {
+		Messages []struct {
+			Subject string
+			Date    time.Time
+		}
+		Folders []string
+	}
+	a.json(t, &th)
+	if a.status != 200 || len(th.Messages) < 2 || !slices.Contains(th.Folders, "Archive") || !slices.Contains(th.Folders, "Drafts") {
+		t.Fatalf("thread: %d %s", a.status, a.body)
+	}
+	for i := 1; i < len(th.Messages); i++ {
+		if th.Messages[i].Date.Before(th.Messages[i-1].Date) {
+			t.Errorf("thread not oldest first: %v before %v", th.Messages[i-1].Date, th.Messages[i].Date)
+		}
+	}
+	if last := th.Messages[len(th.Messages)-1]; !strings.Contains(last.Subject, "roadmap") {
+		t.Errorf("thread ends with %q", last.Subject)
+	}
+}
+
 func TestRESTArgumentErrors(t *testing.T) {
 	m := startMirror(t)
 	tests := []struct {

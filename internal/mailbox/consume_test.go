@@ -1,0 +1,105 @@
+package mailbox
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/emersion/go-imap/v2"
+)
+
+// tapOf feeds a transcript to an armed tap, in chunks that cut lines
+// anywhere, with the STORE command written in between as go-imap does.
+func tapOf(t *testing.T, chunk int, lines ...string) storeAnswer {
+	t.Helper()
+	var tap modifiedTap
+	tap.Write([]byte("T1 LOGIN \"u\" \"secret\"\r\n* 1 FETCH (UID 11 FLAGS (\\Seen))\r\n")) // disarmed: ignored
+	tap.arm()
+	tap.Write([]byte("T4 UID STORE 11:13 (UNCHANGEDSINCE 201) +FLAGS.SILENT (\\Seen)\r\n"))
+	var all []byte
+	for _, l := range lines {
+		all = append(all, l+"\r\n"...)
+	}
+	for len(all) > 0 {
+		n := min(chunk, len(all))
+		tap.Write(all[:n])
+		all = all[n:]
+	}
+	return tap.disarm()
+}
+
+var claimUIDs = []imap.UID{11, 12, 13}
+
+// The answers Dovecot 2.3 gave to concurrent conditional stores (recorded
+// in tests/coord_mailbox_test.go runs), and what each STORE claimed.
+func TestStoreAnswerWon(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		won   []imap.UID
+		exact bool
+	}{
+		{"all changed by this store", []string{
+			"* 11 FETCH (UID 11 MODSEQ (203))", "* 12 FETCH (UID 12 MODSEQ (203))", "* 13 FETCH (UID 13 MODSEQ (203))",
+			"T4 OK Store completed (0.001 + 0.000 secs).",
+		}, claimUIDs, true},
+		{"another session set \\Seen first; Dovecot still answers OK without MODIFIED", []string{
+			"* 11 FETCH (UID 11 MODSEQ (203) FLAGS (\\Seen))", "* 12 FETCH (UID 12 MODSEQ (203) FLAGS (\\Seen))", "* 13 FETCH (UID 13 MODSEQ (203) FLAGS (\\Seen))",
+			"T4 OK Store completed (0.002 + 0.000 + 0.002 secs).",
+		}, nil, true},
+		{"some modified, reported with FLAGS", []string{
+			"* 11 FETCH (UID 11 MODSEQ (7) FLAGS (\\Seen \\Recent))", "* 12 FETCH (UID 12 MODSEQ (9))", "* 13 FETCH (UID 13 MODSEQ (9))",
+			"T4 OK [MODIFIED 11] Conditional store failed (0.001 + 0.000 secs).",
+		}, []imap.UID{12, 13}, true},
+		{"own change after another flag's change: FLAGS with this store's MODSEQ", []string{
+			"* 11 FETCH (UID 11 MODSEQ (9) FLAGS (\\Seen \\Flagged))", "* 12 FETCH (UID 12 MODSEQ (9))", "* 13 FETCH (UID 13 MODSEQ (8) FLAGS (\\Seen))",
+			"T4 OK Store completed.",
+		}, []imap.UID{11, 12}, true},
+		{"all modified", []string{
+			"T4 OK [MODIFIED 11:13] Conditional store failed (0.002 + 0.000 + 0.001 secs).",
+		}, nil, true},
+		{"a server that reports nothing: MODIFIED only, not exact", []string{
+			"T4 OK [MODIFIED 12] Conditional store failed.",
+		}, []imap.UID{11, 13}, false},
+	} {
+		for _, chunk := range []int{1, 7, 4096} {
+			ans := tapOf(t, chunk, tc.lines...)
+			if !ans.answered {
+				t.Fatalf("%s (chunk %d): no tagged answer seen", tc.name, chunk)
+			}
+			won, exact := ans.won(claimUIDs)
+			if !slices.Equal(won, tc.won) || exact != tc.exact {
+				t.Errorf("%s (chunk %d): won %v exact %v, want %v %v", tc.name, chunk, won, exact, tc.won, tc.exact)
+			}
+		}
+	}
+}
+
+// A line too long to keep is skipped whole, and the tap keeps nothing
+// once disarmed.
+func TestModifiedTapBounds(t *testing.T) {
+	var tap modifiedTap
+	tap.arm()
+	long := make([]byte, maxTapLine+10)
+	for i := range long {
+		long[i] = 'x'
+	}
+	tap.Write(append([]byte("* 1 FETCH (UID 11 MODSEQ (5) "), long...))
+	tap.Write([]byte(")\r\nT4 OK [MODIFIED 13] done\r\n"))
+	ans := tap.disarm()
+	if _, ok := ans.fetched[11]; ok || !ans.answered || !ans.modified.has(13) || ans.modified.has(12) {
+		t.Fatalf("%+v", ans)
+	}
+	tap.Write([]byte("T9 OK [MODIFIED 1:5] late\r\n"))
+	if tap.line != nil || tap.ans.modified.has(3) {
+		t.Fatalf("disarmed tap kept %q %+v", tap.line, tap.ans)
+	}
+}
+
+func TestParseUIDRanges(t *testing.T) {
+	r := parseUIDRanges("2:3,7,12:10,40:*")
+	for u, want := range map[imap.UID]bool{1: false, 2: true, 3: true, 4: false, 7: true, 9: false, 10: true, 11: true, 12: true, 13: false, 40: true, 1 << 30: true} {
+		if r.has(u) != want {
+			t.Errorf("has(%d) = %v", u, !want)
+		}
+	}
+}
