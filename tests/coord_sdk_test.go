@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"github.com/emersion/go-imap/v2"
 	"strings"
 	"testing"
 	"time"
@@ -41,16 +40,6 @@ func TestCoordinationThroughTypeScriptSDK(t *testing.T) {
 	}
 	t.Logf("the wait returned after %d ms (the send took place 500 ms after it started)", out.WaitMs)
 	first := msgs(out.First)
-	if len(first) != 1 {
-		c := direct(t, s, mailtest.Bob)
-		c.Select("INBOX", nil).Wait()
-		res, err := c.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "X-Mailbox-Tags", Value: tag}}}, nil).Wait()
-		t.Logf("DEBUG direct search: %v %v", res.AllUIDs(), err)
-		bufs, _ := c.Fetch(imap.UIDSetNum(res.AllUIDs()...), &imap.FetchOptions{Flags: true, UID: true}).Collect()
-		for _, b := range bufs {
-			t.Logf("DEBUG uid %d flags %v", b.UID, b.Flags)
-		}
-	}
 	if len(first) != 1 || !strings.Contains(first[0].(map[string]any)["text"].(string), "please take this over") {
 		t.Fatalf("the first check did not take the message: %s", out.First.Text)
 	}

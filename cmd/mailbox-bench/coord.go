@@ -30,11 +30,15 @@ import (
 
 const (
 	toolWait   = "imap_wait_for_email"
-	toolPeek   = "imap_peek_inbox"
 	waker      = "waker@example.test" // the account whose waits are timed
 	coordTag   = "bench-wake"
 	pollPeriod = 100 * time.Millisecond // the polling fallback measured
 	pollLabel  = "100 ms"
+	// wakeLimit is how long after a delivery a waiter may take before the
+	// run fails: slow is a figure, never is an error. An IMAP process that
+	// could not get an inotify instance notices new mail only every
+	// mailbox_idle_check_interval (30 s).
+	wakeLimit = 45 * time.Second
 )
 
 // coordScale is how big one coordination run is.
@@ -92,6 +96,7 @@ type coordReport struct {
 // when the server announced each message count.
 type watcher struct {
 	c      *imapclient.Client
+	sel    *imap.SelectData
 	mu     sync.Mutex
 	counts []uint32
 	times  []time.Time
@@ -121,11 +126,12 @@ func openWatcher(b *bench, user string) (*watcher, error) {
 		c.Close()
 		return nil, err
 	}
-	if _, err := c.Select("INBOX", &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+	sd, err := c.Select("INBOX", &imap.SelectOptions{ReadOnly: true}).Wait()
+	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	w.c = c
+	w.c, w.sel = c, sd
 	return w, nil
 }
 
@@ -428,17 +434,13 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 		return err
 	}
 	defer c.Close()
-	peek, err := call(c, toolPeek, map[string]any{})
-	if err != nil {
-		return err
-	}
-	cursor, count := num(peek, "next_since_uid"), uint32(num(peek, "total"))
-
 	idle, err := openWatcher(b, waker)
 	if err != nil {
 		return err
 	}
 	defer idle.close()
+	// The first wait's cursor: everything there now has been seen.
+	cursor, count := int(idle.sel.UIDNext)-1, idle.sel.NumMessages
 	idleCmd, err := idle.c.Idle()
 	if err != nil {
 		return err
@@ -476,7 +478,7 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 	}
 	defer l.close()
 	me := map[string]bool{waker: true}
-	base, err := b.imapConnsOf(me) // the two watchers and the pooled connection of the peek
+	base, err := b.imapConnsOf(me) // the two watchers
 	if err != nil {
 		return err
 	}
@@ -485,7 +487,11 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		args := map[string]any{"since_uid": cursor, "timeout_s": 30}
+		// The previous wait's connection is gone first (it logged out).
+		if _, err := b.untilConns(me, base, 10*time.Second); err != nil {
+			return fmt.Errorf("trial %d: the previous wait kept its connection: %w", i, err)
+		}
+		args := map[string]any{"since_uid": cursor, "timeout_s": 60}
 		tag := ""
 		if i%2 == 1 {
 			tag = coordTag
@@ -513,8 +519,8 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 		var w waitOut
 		select {
 		case w = <-ch:
-		case <-time.After(15 * time.Second):
-			return fmt.Errorf("trial %d: the wait did not return within 15 s of the delivery", i)
+		case <-time.After(wakeLimit):
+			return fmt.Errorf("trial %d: the wait did not return within %v of the delivery", i, wakeLimit)
 		}
 		if w.err != nil {
 			return fmt.Errorf("trial %d: %w", i, w.err)
@@ -527,11 +533,11 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 			return fmt.Errorf("trial %d: cursor %d did not move past %d", i, next, cursor)
 		}
 		cursor = next
-		ti, err := idle.seen(count, 5*time.Second)
+		ti, err := idle.seen(count, wakeLimit)
 		if err != nil {
 			return fmt.Errorf("trial %d, IDLE client: %w", i, err)
 		}
-		tp, err := poll.seen(count, 5*time.Second)
+		tp, err := poll.seen(count, wakeLimit)
 		if err != nil {
 			return fmt.Errorf("trial %d, polling client: %w", i, err)
 		}
@@ -743,13 +749,13 @@ func (b *bench) manyWaiters(ctx context.Context, gw *gateway, rep *coordReport) 
 	if err := early(); err != nil {
 		return err
 	}
-	cpu0 := gw.cpu()
-	time.Sleep(sc.quiet)
-	rep.quietCPU = gw.cpu() - cpu0
 	rep.rssWaiting, _ = gw.status("VmRSS")
 	if rep.during, err = phase("with"); err != nil {
 		return err
 	}
+	cpu0 := gw.cpu()
+	time.Sleep(sc.quiet)
+	rep.quietCPU = gw.cpu() - cpu0
 	if err := early(); err != nil {
 		return err
 	}
@@ -773,13 +779,13 @@ func (b *bench) manyWaiters(ctx context.Context, gw *gateway, rep *coordReport) 
 	}
 	l.close()
 	rep.herd = &result{}
-	limit := time.After(30 * time.Second)
+	limit := time.After(wakeLimit)
 	for range sc.waiters {
 		var w waitOut
 		select {
 		case w = <-out:
 		case <-limit:
-			return fmt.Errorf("%d of %d waits returned within 30 s of the deliveries", rep.herd.Calls, sc.waiters)
+			return fmt.Errorf("%d of %d waits returned within %v of the deliveries", rep.herd.Calls, sc.waiters, wakeLimit)
 		}
 		u, _ := coordUser(w.i % sc.users)
 		if w.err != nil {

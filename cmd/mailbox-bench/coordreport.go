@@ -97,7 +97,7 @@ func (r *coordReport) markdown() string {
 	for i, tool := range []string{toolList, toolRead} {
 		x := ratio(r.during[i].P50(), r.before[i].P50())
 		y := x / ratio(r.during[i+2].P50(), r.before[i+2].P50())
-		p("| %s p50 with %d waiting ≤ 1.10 × idle (just before) | %.3f × (corrected by the control: %.3f ×) | %s |\n", tool, sc.waiters, x, y, verdict(x, 1.10))
+		p("| %s p50 with %d waiting ≤ 1.10 × idle (just before) | %.3f × (corrected by the control gateway: %.3f ×) | %s (corrected: %s) |\n", tool, sc.waiters, x, y, verdict(x, 1.10), verdict(y, 1.10))
 	}
 	return b.String()
 }

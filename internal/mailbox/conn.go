@@ -97,6 +97,13 @@ func bridge(ctx context.Context, conn *Conn, step string, op func() error) error
 
 // dial opens a connection and logs in with creds, all under ctx.
 func dial(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn, error) {
+	return dialOwn(ctx, cfg, creds, nil)
+}
+
+// dialOwn is dial with tune adjusting the client's options (nil: none),
+// for connections outside the pool: options are fixed when the client is
+// made (a handler for unsolicited responses, a tap on the wire).
+func dialOwn(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
 	if cfg.Security == transport.Plain && !cfg.AllowPlaintextAuth {
 		return nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
 	}
@@ -105,7 +112,7 @@ func dial(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn
 	if err != nil {
 		return nil, err
 	}
-	conn, err := dialAndLogin(ctx, cfg, creds)
+	conn, err := dialAndLogin(ctx, cfg, creds, tune)
 	switch {
 	case err == nil:
 		attempt.Succeeded()
@@ -124,13 +131,16 @@ func refusedLogin(err error) bool {
 	return mailerr.KindOf(err) == mailerr.Auth && errors.As(err, &ie) && ie.Code != imap.ResponseCodePrivacyRequired
 }
 
-func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn, error) {
+func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
 	ep := cfg.endpoint()
 	netConn, err := transport.Dial(ctx, ep)
 	if err != nil {
 		return nil, err
 	}
 	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder()}
+	if tune != nil {
+		tune(opts)
+	}
 	// Until the login is done, ctx ending closes the socket: go-imap sets
 	// its own read deadlines, so a deadline on the socket would not hold.
 	// greetAndLogin runs on this goroutine, so step is safe to read after.

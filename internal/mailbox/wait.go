@@ -21,8 +21,6 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
 // Wait limits and defaults.
@@ -625,52 +623,4 @@ func (c *Client) within(ctx context.Context, conn *Conn, step string, op func() 
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	return bridge(ctx, conn, step, op)
-}
-
-// dialOwn dials and logs in a connection outside the pool, like dial does
-// for the pool, with tune adjusting the client's options: they are fixed
-// when the client is made (a handler for unsolicited responses, a tap on
-// the wire).
-func dialOwn(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
-	if cfg.Security == transport.Plain && !cfg.AllowPlaintextAuth {
-		return nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
-	}
-	attempt, err := cfg.Guard.BeginLogin(ctx, creds)
-	if err != nil {
-		return nil, err
-	}
-	conn, err := dialAndLoginTuned(ctx, cfg, creds, tune)
-	switch {
-	case err == nil:
-		attempt.Succeeded()
-	case refusedLogin(err):
-		attempt.Refused()
-	default:
-		attempt.Abandoned()
-	}
-	return conn, err
-}
-
-func dialAndLoginTuned(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
-	ep := cfg.endpoint()
-	netConn, err := transport.Dial(ctx, ep)
-	if err != nil {
-		return nil, err
-	}
-	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder()}
-	tune(opts)
-	step := ep.ConnectStep()
-	stop := context.AfterFunc(ctx, func() { netConn.Close() })
-	conn, err := greetAndLogin(ctx, ep, netConn, opts, creds, &step)
-	if !stop() {
-		if conn != nil {
-			conn.Close()
-		}
-		return nil, mailerr.TimedOut(ctx, step)
-	}
-	if err != nil {
-		netConn.Close()
-		return nil, err
-	}
-	return conn, nil
 }
