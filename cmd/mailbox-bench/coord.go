@@ -1,21 +1,22 @@
 package main
 
 // The coordination benchmark (-coord, and a reduced run in -smoke): how
-// soon imap_wait_for_email returns after Dovecot has a message, next to a
-// bare IMAP client in IDLE and one polling with NOOP on the same folder and
-// the same deliveries; what polling would cost Dovecot; and what many waits
-// held open at once cost the gateway (memory, other calls' latency).
+// soon imap_wait_for_email returns after Dovecot has a message, in IDLE and
+// polling (WAIT_POLL_INTERVAL), next to a bare IMAP client in IDLE and one
+// polling with NOOP on the same folder and the same deliveries; what
+// polling costs Dovecot and the gateway; and what many waits held open at
+// once cost the gateway (memory, other calls' latency).
 
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -34,6 +35,8 @@ const (
 	coordTag   = "bench-wake"
 	pollPeriod = 100 * time.Millisecond // the polling fallback measured
 	pollLabel  = "100 ms"
+	// pollSetting makes a gateway's waits poll every pollPeriod.
+	pollSetting = "WAIT_POLL_INTERVAL=100ms"
 	// wakeLimit is how long after a delivery a waiter may take before the
 	// run fails: slow is a figure, never is an error. An IMAP process that
 	// could not get an inotify instance notices new mail only every
@@ -47,7 +50,7 @@ type coordScale struct {
 	users      int           // accounts holding waiters
 	waiters    int           // waits held open at once, spread evenly over users
 	calls      int           // calls per tool in each latency phase
-	pollConns  int           // connections in the polling-cost measurement
+	pollConns  int           // waits in the cost measurement (IDLE against polling)
 	pollWindow time.Duration // each window of that measurement
 	quiet      time.Duration // window for the gateway's CPU while waits wait
 }
@@ -73,12 +76,11 @@ type coordReport struct {
 	finished time.Time
 	load     [2]string
 
-	gwWake, idleWake, pollWake, share *result
-	taggedTrials                      int
+	gwWake, gwPollWake, idleWake, pollWake, share *result
+	taggedTrials                                  int
 
-	pollIdleDove, pollIdleSelf time.Duration // CPU during the IDLE window
-	pollNoopDove, pollNoopSelf time.Duration // CPU during the NOOP window
-	noops                      int64
+	// CPU while pollConns waits wait, on the IDLE and the polling gateway
+	costDove, costGw [2]time.Duration
 
 	rssStart, rssBefore, rssWaiting, hwmPhase int64 // kB
 	openAtDovecot, gwSockets                  int
@@ -270,12 +272,6 @@ func (b *bench) dovecotCPU() time.Duration {
 	return time.Duration(total) * time.Second / 100
 }
 
-func selfCPU() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 const inotifyInstances = "/proc/sys/fs/inotify/max_user_instances"
 
 // raiseInotifyInstances sets the kernel's fs.inotify.max_user_instances to
@@ -407,13 +403,21 @@ func (b *bench) coord(ctx context.Context) (*coordReport, error) {
 	}
 	defer gw.stop()
 	rep.rssStart, _ = gw.status("VmRSS")
+	// The same binary and settings, but waits poll with NOOP instead of
+	// sitting in IDLE.
+	gwPoll, err := startGateway(b.bin, b.dir, "gateway-poll", b.stack, b.key, false, append(slices.Clone(b.o.gwEnv), pollSetting)...)
+	if err != nil {
+		return nil, err
+	}
+	defer gwPoll.stop()
+	gws := [2]*gateway{gw, gwPoll}
 
-	logf("coord: %d wake-ups through the gateway, next to IDLE and a 100 ms NOOP poll", sc.trials)
-	if err := b.wakeUps(ctx, gw, rep); err != nil {
+	logf("coord: %d wake-ups through the gateway (IDLE, and %s), next to bare IDLE and a 100 ms NOOP poll", sc.trials, pollSetting)
+	if err := b.wakeUps(ctx, gws, rep); err != nil {
 		return nil, fmt.Errorf("wake-ups: %w", err)
 	}
-	logf("coord: polling cost at Dovecot, %d connections", sc.pollConns)
-	if err := b.pollCost(ctx, rep); err != nil {
+	logf("coord: what %d waits cost, in IDLE and polling", sc.pollConns)
+	if err := b.pollCost(ctx, gws, rep); err != nil {
 		return nil, fmt.Errorf("polling cost: %w", err)
 	}
 	logf("coord: %d waiters on %d users", sc.waiters, sc.users)
@@ -426,14 +430,19 @@ func (b *bench) coord(ctx context.Context) (*coordReport, error) {
 }
 
 // wakeUps times imap_wait_for_email from the LMTP answer to the end of the
-// call, while a bare client in IDLE and one sending NOOP every 100 ms watch
-// the same folder and see the same deliveries.
-func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) error {
-	c, err := mcpClient(gw.url, waker, b.stack.Users[waker])
-	if err != nil {
-		return err
+// call, on the gateway with IDLE and on the one polling, while a bare
+// client in IDLE and one sending NOOP every 100 ms watch the same folder and
+// see the same deliveries.
+func (b *bench) wakeUps(ctx context.Context, gws [2]*gateway, rep *coordReport) error {
+	var cs [2]*client.Client
+	for k, g := range gws {
+		c, err := mcpClient(g.url, waker, b.stack.Users[waker])
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		cs[k] = c
 	}
-	defer c.Close()
 	idle, err := openWatcher(b, waker)
 	if err != nil {
 		return err
@@ -482,14 +491,14 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 	if err != nil {
 		return err
 	}
-	rep.gwWake, rep.idleWake, rep.pollWake, rep.share = &result{}, &result{}, &result{}, &result{}
+	rep.gwWake, rep.gwPollWake, rep.idleWake, rep.pollWake, rep.share = &result{}, &result{}, &result{}, &result{}, &result{}
 	for i := range rep.sc.trials {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		// The previous wait's connection is gone first (it logged out).
+		// The previous waits' connections are gone first (they logged out).
 		if _, err := b.untilConns(me, base, 10*time.Second); err != nil {
-			return fmt.Errorf("trial %d: the previous wait kept its connection: %w", i, err)
+			return fmt.Errorf("trial %d: the previous waits kept their connections: %w", i, err)
 		}
 		args := map[string]any{"since_uid": cursor, "timeout_s": 60}
 		tag := ""
@@ -498,39 +507,50 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 			args["tag"] = tag
 			rep.taggedTrials++
 		}
-		ch := make(chan waitOut, 1)
-		go func() {
-			m, err := waitCall(ctx, c, args)
-			ch <- waitOut{res: m, err: err, at: time.Now()}
-		}()
-		// Deliver only once the wait holds its own logged-in connection,
-		// and a moment later, when it sits in IDLE: a message already there
-		// when it looks would be returned at once and flatter the figure.
-		if _, err := b.untilConns(me, base+1, 10*time.Second); err != nil {
-			return fmt.Errorf("trial %d: the wait did not connect: %w", i, err)
+		var chs [2]chan waitOut
+		for k, c := range cs {
+			chs[k] = make(chan waitOut, 1)
+			go func() {
+				m, err := waitCall(ctx, c, args)
+				chs[k] <- waitOut{res: m, err: err, at: time.Now()}
+			}()
 		}
-		time.Sleep(150 * time.Millisecond)
+		// Deliver only once both waits hold their own logged-in
+		// connections, and a moment later, when they sit in IDLE (or
+		// between polls): a message already there when a wait first looks
+		// would be returned at once and flatter the figure.
+		if _, err := b.untilConns(me, base+2, 10*time.Second); err != nil {
+			return fmt.Errorf("trial %d: the waits did not connect: %w", i, err)
+		}
+		// A random part, so that deliveries fall anywhere in the polling
+		// gateway's cycle (which starts with each call), not at one phase.
+		time.Sleep(150*time.Millisecond + rand.N(pollPeriod))
 		subject := fmt.Sprintf("wake %d", i)
 		acked, err := l.deliver(waker, subject, tag)
 		if err != nil {
 			return fmt.Errorf("trial %d: LMTP: %w", i, err)
 		}
 		count++
-		var w waitOut
-		select {
-		case w = <-ch:
-		case <-time.After(wakeLimit):
-			return fmt.Errorf("trial %d: the wait did not return within %v of the delivery", i, wakeLimit)
-		}
-		if w.err != nil {
-			return fmt.Errorf("trial %d: %w", i, w.err)
-		}
-		_, next, err := oneMessage(w.res, subject)
-		if err != nil {
-			return fmt.Errorf("trial %d: %w", i, err)
-		}
-		if next <= cursor {
-			return fmt.Errorf("trial %d: cursor %d did not move past %d", i, next, cursor)
+		var at [2]time.Time
+		next := 0
+		for k, ch := range chs {
+			var w waitOut
+			select {
+			case w = <-ch:
+			case <-time.After(wakeLimit):
+				return fmt.Errorf("trial %d: the wait on the %s gateway did not return within %v of the delivery", i, []string{"IDLE", "polling"}[k], wakeLimit)
+			}
+			if w.err != nil {
+				return fmt.Errorf("trial %d: %w", i, w.err)
+			}
+			_, n, err := oneMessage(w.res, subject)
+			if err != nil {
+				return fmt.Errorf("trial %d: %w", i, err)
+			}
+			if n <= cursor || (next != 0 && n != next) {
+				return fmt.Errorf("trial %d: cursors %d and %d after %d", i, next, n, cursor)
+			}
+			next, at[k] = n, w.at
 		}
 		cursor = next
 		ti, err := idle.seen(count, wakeLimit)
@@ -541,8 +561,9 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 		if err != nil {
 			return fmt.Errorf("trial %d, polling client: %w", i, err)
 		}
-		g := w.at.Sub(acked)
+		g := at[0].Sub(acked)
 		rep.gwWake.record(g)
+		rep.gwPollWake.record(at[1].Sub(acked))
 		rep.idleWake.record(ti.Sub(acked))
 		// A poll can see the message a moment before LMTP's answer arrives.
 		rep.pollWake.record(max(tp.Sub(acked), 0))
@@ -553,105 +574,157 @@ func (b *bench) wakeUps(ctx context.Context, gw *gateway, rep *coordReport) erro
 		return fmt.Errorf("polling client: %v", err)
 	default:
 	}
-	logf("  gateway       %s", rep.gwWake)
+	logf("  gateway, IDLE %s", rep.gwWake)
+	logf("  gateway, poll %s", rep.gwPollWake)
 	logf("  direct IDLE   %s", rep.idleWake)
 	logf("  direct NOOP   %s", rep.pollWake)
 	return nil
 }
 
-// pollCost measures what Dovecot spends on connections waiting in IDLE,
-// and on the same connections sending NOOP every 100 ms (the fallback that
-// would beat Dovecot's IDLE delay), one per account with INBOX examined.
-func (b *bench) pollCost(ctx context.Context, rep *coordReport) error {
-	sc := rep.sc
-	users := map[string]bool{}
-	ws := make([]*watcher, 0, sc.pollConns)
-	defer func() {
-		for _, w := range ws {
-			w.close()
+// waitSet is waits held open on one gateway, spread over the coordination
+// accounts, each from its own MCP client.
+type waitSet struct {
+	b       *bench
+	n       int
+	users   map[string]bool
+	nUsers  int
+	clients []*client.Client
+	out     chan waitOut
+	cancel  context.CancelFunc
+}
+
+// holdWaits starts n waits (timeout_s 600) on g, 5 ms apart, over the first
+// users coordination accounts, and returns when Dovecot lists n IMAP
+// connections of those accounts.
+func (b *bench) holdWaits(ctx context.Context, g *gateway, n, users int) (*waitSet, error) {
+	wctx, cancel := context.WithCancel(ctx)
+	ws := &waitSet{b: b, n: n, users: map[string]bool{}, nUsers: users, clients: make([]*client.Client, n), out: make(chan waitOut, n), cancel: cancel}
+	for i := range users {
+		u, _ := coordUser(i)
+		ws.users[u] = true
+	}
+	if k, err := b.imapConnsOf(ws.users); err != nil || k != 0 {
+		ws.close()
+		return nil, fmt.Errorf("%d IMAP connections of the waiting accounts before the waits (%v)", k, err)
+	}
+	for i := range ws.clients {
+		u, _ := coordUser(i % users)
+		c, err := mcpcall.Connect(wctx, g.url, mcpcall.Options{
+			Headers:     map[string]string{"x-imap-user": u, "x-imap-pass": b.stack.Users[u]},
+			HTTPTimeout: 15 * time.Minute, ClientName: "mailbox-bench-waiter",
+		})
+		if err != nil {
+			ws.close()
+			return nil, err
 		}
-	}()
-	for i := range sc.pollConns {
-		u, _ := coordUser(i % sc.users)
-		users[u] = true
-		w, err := openWatcher(b, u)
+		ws.clients[i] = c
+		go func() {
+			m, err := waitCall(wctx, c, map[string]any{"timeout_s": 600})
+			ws.out <- waitOut{i: i, res: m, err: err, at: time.Now()}
+		}()
+		time.Sleep(5 * time.Millisecond) // agents arrive over time, not in one burst
+	}
+	if _, err := b.untilConns(ws.users, n, time.Minute); err != nil {
+		err = fmt.Errorf("the waits are not all waiting (%w); %v", err, ws.early())
+		ws.close()
+		return nil, err
+	}
+	if err := ws.early(); err != nil {
+		ws.close()
+		return nil, err
+	}
+	return ws, nil
+}
+
+// early is an error if a wait has returned.
+func (ws *waitSet) early() error {
+	select {
+	case w := <-ws.out:
+		return fmt.Errorf("waiter %d returned before any mail came: %v %v", w.i, w.res, w.err)
+	default:
+		return nil
+	}
+}
+
+// release ends the waits the normal way: one message (subject "release
+// NAME USER") to each account wakes its waiters, and each must return that
+// message. It returns each wait's latency from its account's delivery, and
+// waits until Dovecot lists none of their connections.
+func (ws *waitSet) release(name string) (*result, time.Duration, error) {
+	defer ws.close()
+	if err := ws.early(); err != nil {
+		return nil, 0, err
+	}
+	l, err := dialLMTP(ws.b)
+	if err != nil {
+		return nil, 0, err
+	}
+	acked := map[string]time.Time{}
+	for i := range ws.nUsers {
+		u, _ := coordUser(i)
+		if acked[u], err = l.deliver(u, "release "+name+" "+u, ""); err != nil {
+			l.close()
+			return nil, 0, err
+		}
+	}
+	l.close()
+	res := &result{}
+	limit := time.After(wakeLimit)
+	for range ws.n {
+		var w waitOut
+		select {
+		case w = <-ws.out:
+		case <-limit:
+			return nil, 0, fmt.Errorf("%d of %d waits returned within %v of the deliveries", res.Calls, ws.n, wakeLimit)
+		}
+		u, _ := coordUser(w.i % ws.nUsers)
+		if w.err != nil {
+			return nil, 0, fmt.Errorf("waiter %d: %w", w.i, w.err)
+		}
+		if _, _, err := oneMessage(w.res, "release "+name+" "+u); err != nil {
+			return nil, 0, fmt.Errorf("waiter %d: %w", w.i, err)
+		}
+		res.record(w.at.Sub(acked[u]))
+	}
+	gone, err := ws.b.untilConns(ws.users, 0, 10*time.Second)
+	if err != nil {
+		return nil, 0, fmt.Errorf("after the waits returned: %w", err)
+	}
+	return res, gone, nil
+}
+
+// close ends the waits still open (their clients disconnect) and closes
+// the clients; calling it again does nothing.
+func (ws *waitSet) close() {
+	ws.cancel()
+	for i, c := range ws.clients {
+		if c != nil {
+			c.Close()
+			ws.clients[i] = nil
+		}
+	}
+}
+
+// pollCost measures the CPU that waits cost Dovecot and the gateway: one
+// wait per account, first on the gateway that waits in IDLE, then on the
+// one that polls with NOOP every 100 ms (WAIT_POLL_INTERVAL).
+func (b *bench) pollCost(ctx context.Context, gws [2]*gateway, rep *coordReport) error {
+	sc := rep.sc
+	for k, g := range gws {
+		ws, err := b.holdWaits(ctx, g, sc.pollConns, min(sc.pollConns, sc.users))
 		if err != nil {
 			return err
 		}
-		ws = append(ws, w)
-	}
-	measure := func() (dove, self time.Duration) {
-		d0, s0 := b.dovecotCPU(), selfCPU()
+		time.Sleep(500 * time.Millisecond)
+		d0, g0 := b.dovecotCPU(), g.cpu()
 		time.Sleep(sc.pollWindow)
-		return b.dovecotCPU() - d0, selfCPU() - s0
-	}
-
-	idles := make([]*imapclient.IdleCommand, len(ws))
-	for i, w := range ws {
-		var err error
-		if idles[i], err = w.c.Idle(); err != nil {
+		rep.costDove[k], rep.costGw[k] = b.dovecotCPU()-d0, g.cpu()-g0
+		if _, _, err := ws.release(fmt.Sprintf("cost%d", k)); err != nil {
 			return err
 		}
+		logf("  %d waits on the %s gateway: Dovecot %v, gateway %v of CPU in %v", sc.pollConns, []string{"IDLE", "polling"}[k], rep.costDove[k], rep.costGw[k], sc.pollWindow)
 	}
-	time.Sleep(500 * time.Millisecond)
-	rep.pollIdleDove, rep.pollIdleSelf = measure()
-	for _, cmd := range idles {
-		if err := cmd.Close(); err != nil {
-			return err
-		}
-		if err := cmd.Wait(); err != nil {
-			return err
-		}
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-
-	pctx, stop := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	var noops atomic.Int64
-	errs := make(chan error, len(ws))
-	for i, w := range ws {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			// spread over the period, as independent waits would be
-			time.Sleep(pollPeriod * time.Duration(i) / time.Duration(len(ws)))
-			t := time.NewTicker(pollPeriod)
-			defer t.Stop()
-			for {
-				select {
-				case <-pctx.Done():
-					return
-				case <-t.C:
-					if err := w.c.Noop().Wait(); err != nil {
-						errs <- err
-						return
-					}
-					noops.Add(1)
-				}
-			}
-		}()
-	}
-	time.Sleep(500 * time.Millisecond)
-	n0 := noops.Load()
-	rep.pollNoopDove, rep.pollNoopSelf = measure()
-	rep.noops = noops.Load() - n0
-	stop()
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return fmt.Errorf("NOOP: %w", err)
-	default:
-	}
-	logf("  %d connections in IDLE: Dovecot %v, client %v in %v", len(ws), rep.pollIdleDove, rep.pollIdleSelf, sc.pollWindow)
-	logf("  %d connections NOOP every %s: Dovecot %v, client %v in %v (%d NOOPs)", len(ws), pollLabel, rep.pollNoopDove, rep.pollNoopSelf, sc.pollWindow, rep.noops)
-	for _, w := range ws {
-		w.close()
-	}
-	ws = nil
-	_, err := b.untilConns(users, 0, 10*time.Second)
-	return err
+	return nil
 }
 
 // manyWaiters holds sc.waiters waits open on sc.users accounts, measures the
@@ -693,62 +766,17 @@ func (b *bench) manyWaiters(ctx context.Context, gw *gateway, rep *coordReport) 
 		return err
 	}
 
-	users := map[string]bool{}
-	for i := range sc.users {
-		u, _ := coordUser(i)
-		users[u] = true
-	}
-	if n, err := b.imapConnsOf(users); err != nil || n != 0 {
-		return fmt.Errorf("%d IMAP connections of the waiting accounts before the waits (%v)", n, err)
-	}
 	rep.rssBefore, _ = gw.status("VmRSS")
 	if err := gw.resetPeak(); err != nil {
 		return err
 	}
-
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	clients := make([]*client.Client, sc.waiters)
-	defer func() {
-		for _, c := range clients {
-			if c != nil {
-				c.Close()
-			}
-		}
-	}()
-	out := make(chan waitOut, sc.waiters)
-	for i := range clients {
-		u, _ := coordUser(i % sc.users)
-		c, err := mcpcall.Connect(wctx, gw.url, mcpcall.Options{
-			Headers:     map[string]string{"x-imap-user": u, "x-imap-pass": b.stack.Users[u]},
-			HTTPTimeout: 15 * time.Minute, ClientName: "mailbox-bench-waiter",
-		})
-		if err != nil {
-			return err
-		}
-		clients[i] = c
-		go func() {
-			m, err := waitCall(wctx, c, map[string]any{"timeout_s": 600})
-			out <- waitOut{i: i, res: m, err: err, at: time.Now()}
-		}()
-		time.Sleep(5 * time.Millisecond) // agents arrive over time, not in one burst
-	}
-	early := func() error {
-		select {
-		case w := <-out:
-			return fmt.Errorf("waiter %d returned before any mail came: %v %v", w.i, w.res, w.err)
-		default:
-			return nil
-		}
-	}
-	if _, err := b.untilConns(users, sc.waiters, time.Minute); err != nil {
-		return fmt.Errorf("the waits are not all waiting (%w); %v", err, early())
-	}
-	rep.openAtDovecot = sc.waiters
-	rep.gwSockets, _ = gw.imapConns(b.stack.IMAPSPort)
-	if err := early(); err != nil {
+	ws, err := b.holdWaits(ctx, gw, sc.waiters, sc.users)
+	if err != nil {
 		return err
 	}
+	defer ws.close()
+	rep.openAtDovecot = sc.waiters
+	rep.gwSockets, _ = gw.imapConns(b.stack.IMAPSPort)
 	rep.rssWaiting, _ = gw.status("VmRSS")
 	if rep.during, err = phase("with"); err != nil {
 		return err
@@ -756,45 +784,11 @@ func (b *bench) manyWaiters(ctx context.Context, gw *gateway, rep *coordReport) 
 	cpu0 := gw.cpu()
 	time.Sleep(sc.quiet)
 	rep.quietCPU = gw.cpu() - cpu0
-	if err := early(); err != nil {
-		return err
-	}
-	if n, err := b.imapConnsOf(users); err != nil || n != sc.waiters {
+	if n, err := b.imapConnsOf(ws.users); err != nil || n != sc.waiters {
 		return fmt.Errorf("after the calls, %d of %d waits hold a connection at Dovecot (%v)", n, sc.waiters, err)
 	}
-
-	// End the waits the normal way: one message to each account wakes its
-	// waiters, and each must return that message.
-	l, err := dialLMTP(b)
-	if err != nil {
+	if rep.herd, rep.drained, err = ws.release("herd"); err != nil {
 		return err
-	}
-	acked := map[string]time.Time{}
-	for i := range sc.users {
-		u, _ := coordUser(i)
-		if acked[u], err = l.deliver(u, "release "+u, ""); err != nil {
-			l.close()
-			return err
-		}
-	}
-	l.close()
-	rep.herd = &result{}
-	limit := time.After(wakeLimit)
-	for range sc.waiters {
-		var w waitOut
-		select {
-		case w = <-out:
-		case <-limit:
-			return fmt.Errorf("%d of %d waits returned within %v of the deliveries", rep.herd.Calls, sc.waiters, wakeLimit)
-		}
-		u, _ := coordUser(w.i % sc.users)
-		if w.err != nil {
-			return fmt.Errorf("waiter %d: %w", w.i, w.err)
-		}
-		if _, _, err := oneMessage(w.res, "release "+u); err != nil {
-			return fmt.Errorf("waiter %d: %w", w.i, err)
-		}
-		rep.herd.record(w.at.Sub(acked[u]))
 	}
 	rep.hwmPhase, _ = gw.status("VmHWM")
 	for _, d := range rep.herd.lat {
@@ -803,9 +797,6 @@ func (b *bench) manyWaiters(ctx context.Context, gw *gateway, rep *coordReport) 
 		}
 	}
 	rep.inotify = b.dovecotWarnings("notify")
-	if rep.drained, err = b.untilConns(users, 0, 10*time.Second); err != nil {
-		return fmt.Errorf("after the waits returned: %w", err)
-	}
 	logf("  %d waits: peak RSS %s, woken in p50 %s, max %s; connections gone in %v", sc.waiters, mb(rep.hwmPhase), ms(rep.herd.P50()), ms(rep.herd.max()), rep.drained)
 	rep.after, err = phase("after")
 	return err

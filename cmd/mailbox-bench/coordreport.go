@@ -29,37 +29,33 @@ func (r *coordReport) markdown() string {
 	p("- Milliseconds. Deliveries go over LMTP straight into Dovecot; every latency is measured from the moment Dovecot answered the LMTP DATA (the message is stored).\n")
 
 	p("\n### Wake-up: from Dovecot's LMTP answer until the waiter knows\n\n")
-	p("%d deliveries to one account, one at a time; for each, three waiters watch INBOX at once: the gateway's `%s` (a new call per message, with `since_uid` the previous answer's `next_since_uid`; %d of them also filter on a tag the message carries), a bare go-imap client in IDLE, and a bare go-imap client sending NOOP every %s. The gateway's figure runs until mcp-go's client has the answer (IDLE, then SEARCH, FETCH of the summary, LOGOUT, JSON over HTTP); the bare clients' until the server's `* N EXISTS` arrives.\n\n",
-		sc.trials, toolWait, r.taggedTrials, pollLabel)
+	p("%d deliveries to one account, one at a time; for each, four waiters watch INBOX at once: `%s` on the gateway as configured by default (IDLE) and on a second gateway with `%s` (each a new call per message, with `since_uid` the previous answer's `next_since_uid`; %d of them also filter on a tag the message carries), a bare go-imap client in IDLE, and a bare go-imap client sending NOOP every %s. A gateway's figure runs until mcp-go's client has the answer (the server's notice, then SEARCH, FETCH of the summary, LOGOUT, JSON over HTTP); the bare clients' until the server's `* N EXISTS` arrives.\n\n",
+		sc.trials, toolWait, pollSetting, r.taggedTrials, pollLabel)
 	p("| waiter | p50 | p90 | p99 | max |\n|---|---:|---:|---:|---:|\n")
 	for _, x := range []struct {
 		name string
 		r    *result
 	}{
-		{"gateway: `" + toolWait + "` over MCP (IDLE)", r.gwWake},
+		{"gateway: `" + toolWait + "` over MCP, IDLE (the default)", r.gwWake},
+		{"gateway: the same with `" + pollSetting + "`", r.gwPollWake},
 		{"direct: go-imap in IDLE", r.idleWake},
 		{"direct: go-imap, NOOP every " + pollLabel, r.pollWake},
-		{"gateway minus direct IDLE, same delivery (the gateway's own share)", r.share},
+		{"gateway (IDLE) minus direct IDLE, same delivery: the gateway's own share", r.share},
 	} {
 		p("| %s | %s | %s | %s | %s |\n", x.name, msf(x.r.P50()), msf(x.r.pct(90)), msf(x.r.P99()), msf(x.r.max()))
 	}
 
 	secs := sc.pollWindow.Seconds()
-	p("\n### What polling would cost\n\n")
-	p("%d connections, one per account (%d accounts), INBOX examined, over TLS; CPU time in a %.0f s window, as a share of one core. Dovecot: all its processes (imap, imap-login's TLS proxy, ...). Client: this benchmark's own process, i.e. go-imap and TLS as the gateway would run them.\n\n",
-		sc.pollConns, min(sc.pollConns, sc.users), secs)
-	p("| the connections | Dovecot CPU | client CPU | commands |\n|---|---:|---:|---:|\n")
+	p("\n### What waiting costs: IDLE against polling\n\n")
+	p("%d waits, one per account, held open on the gateway in IDLE, then on the gateway with `%s`; CPU time over %.0f s, as a share of one core. Dovecot: all its processes (imap, imap-login's TLS proxy, ...). Gateway: the process holding the waits.\n\n",
+		sc.pollConns, pollSetting, secs)
+	p("| %d waits on | Dovecot CPU | gateway CPU |\n|---|---:|---:|\n", sc.pollConns)
 	share := func(d time.Duration) string { return fmt.Sprintf("%.1f %%", 100*d.Seconds()/secs) }
-	p("| wait in IDLE | %s | %s | 0 |\n", share(r.pollIdleDove), share(r.pollIdleSelf))
-	p("| send NOOP every %s | %s | %s | %d (%.0f/s) |\n", pollLabel, share(r.pollNoopDove), share(r.pollNoopSelf), r.noops, float64(r.noops)/secs)
-	if r.noops > 0 {
-		per := (r.pollNoopDove - r.pollIdleDove) / time.Duration(r.noops)
-		self := (r.pollNoopSelf - r.pollIdleSelf) / time.Duration(r.noops)
-		p("\nPer NOOP: Dovecot %d µs, client %d µs of CPU. One account polling every %s: %.2f %% of a core at Dovecot, %.2f %% in the gateway; 100 accounts: %.0f %% and %.0f %%.\n",
-			per.Microseconds(), self.Microseconds(), pollLabel,
-			100*per.Seconds()*float64(time.Second/pollPeriod), 100*self.Seconds()*float64(time.Second/pollPeriod),
-			100*100*per.Seconds()*float64(time.Second/pollPeriod), 100*100*self.Seconds()*float64(time.Second/pollPeriod))
-	}
+	p("| the gateway in IDLE (default) | %s | %s |\n", share(r.costDove[0]), share(r.costGw[0]))
+	p("| the gateway with `%s` | %s | %s |\n", pollSetting, share(r.costDove[1]), share(r.costGw[1]))
+	per := func(d [2]time.Duration) float64 { return 100 * (d[1] - d[0]).Seconds() / secs / float64(sc.pollConns) }
+	p("\nPolling every %s instead of IDLE, per waiting call: %.2f %% of a core at Dovecot and %.2f %% in the gateway; for 100 waits %.0f %% and %.0f %%, for 500 (the default MAX_WAITERS) %.0f %% and %.0f %%.\n",
+		pollLabel, per(r.costDove), per(r.costGw), 100*per(r.costDove), 100*per(r.costGw), 500*per(r.costDove), 500*per(r.costGw))
 
 	p("\n### %d waiters on %d accounts\n\n", sc.waiters, sc.users)
 	p("%d calls of `%s` (timeout_s 600), %d per account, each from its own MCP client, started 5 ms apart; they end when one message is delivered to each account, and each must return that message. Other calls: `%s` and `%s`, %d each, on %s (1,000 messages), before the waits, while they wait, and after they ended; each alternates with the same call to a control gateway (same settings, no waits, the same Dovecot), so that load from elsewhere on the machine shows in both.\n\n",
@@ -92,6 +88,8 @@ func (r *coordReport) markdown() string {
 	p("\n### Targets\n\n| target | measured | verdict |\n|---|---|---|\n")
 	p("| wake-up p50 ≤ 100 ms after Dovecot has the message | %s ms (direct IDLE: %s) | %s |\n", msf(r.gwWake.P50()), msf(r.idleWake.P50()), verdict(r.gwWake.P50().Seconds(), 0.1))
 	p("| wake-up p99 ≤ 1 s | %s ms | %s |\n", msf(r.gwWake.P99()), verdict(r.gwWake.P99().Seconds(), 1))
+	p("| the same with `%s`: p50 ≤ 100 ms, p99 ≤ 1 s | %s ms, %s ms | %s; %s |\n", pollSetting, msf(r.gwPollWake.P50()), msf(r.gwPollWake.P99()),
+		verdict(r.gwPollWake.P50().Seconds(), 0.1), verdict(r.gwPollWake.P99().Seconds(), 1))
 	p("| wake-up p99 ≤ 1 s with %d waiting, all woken at once (one delivery per account) | %s ms; %d of them after more than 2 s | %s |\n", sc.waiters, msf(r.herd.P99()), r.herdSlow, verdict(r.herd.P99().Seconds(), 1))
 	p("| %d waiters on %d accounts: RSS ≤ 80 MB | peak %s | %s |\n", sc.waiters, sc.users, mb(r.hwmPhase), verdict(float64(r.hwmPhase)/1024, 80))
 	for i, tool := range []string{toolList, toolRead} {

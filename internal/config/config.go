@@ -73,7 +73,7 @@ type Config struct {
 	// Flood limits (internal/httpapi; SECURITY.md, "Limits"): what anyone,
 	// before any credential check, can make the gateway hold.
 	MaxConnections      int           `env:"MAX_CONNECTIONS" envDefault:"1024" desc:"most HTTP connections open at once, idle keep-alive ones included; a connection over it gets 503 and is closed at once"`
-	MaxInflightRequests int           `env:"MAX_INFLIGHT_REQUESTS" envDefault:"256" desc:"most /mcp requests served at once; over it a request gets 503 with Retry-After"`
+	MaxInflightRequests int           `env:"MAX_INFLIGHT_REQUESTS" envDefault:"768" desc:"most /mcp and /v1 requests served at once, waits included (so it must be above MAX_WAITERS); over it a request gets 503 with Retry-After"`
 	MaxBufferedBytes    int64         `env:"MAX_BUFFERED_BYTES" envDefault:"33554432" desc:"most request-body bytes all requests together hold in memory (each may hold 16 KiB besides); over it a request gets 503 with Retry-After; at least twice MAX_REQUEST_BYTES (a body is read into a buffer that doubles as it grows)"`
 	BodyReadTimeout     time.Duration `env:"BODY_READ_TIMEOUT" envDefault:"10s" desc:"deadline for receiving one request body; a slower client gets 408 and is disconnected"`
 
@@ -294,6 +294,9 @@ func (c *Config) validate(vars map[string]string) []string {
 	}
 	if strings.ContainsAny(c.SentFolder, "\r\n\x00") {
 		bad("SENT_FOLDER", "must not contain line breaks or NUL")
+	}
+	if c.MaxWaiters > 0 && c.MaxInflightRequests > 0 && c.MaxWaiters >= c.MaxInflightRequests {
+		bad("MAX_WAITERS", "%d waits would fill MAX_INFLIGHT_REQUESTS (%d): every wait is a request in flight, and other calls need room; keep MAX_WAITERS below it", c.MaxWaiters, c.MaxInflightRequests)
 	}
 	if c.WaitPollInterval < 0 || c.WaitPollInterval > 0 && c.WaitPollInterval < 20*time.Millisecond {
 		bad("WAIT_POLL_INTERVAL", "expected 0 (IDLE) or a duration of at least 20ms, got %q", vars["WAIT_POLL_INTERVAL"])

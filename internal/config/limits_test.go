@@ -11,13 +11,14 @@ func TestFloodLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.MaxConnections != 1024 || c.MaxInflightRequests != 256 || c.MaxBufferedBytes != 32<<20 || c.BodyReadTimeout != 10*time.Second {
+	if c.MaxConnections != 1024 || c.MaxInflightRequests != 768 || c.MaxBufferedBytes != 32<<20 || c.BodyReadTimeout != 10*time.Second {
 		t.Fatalf("defaults: %d %d %d %s", c.MaxConnections, c.MaxInflightRequests, c.MaxBufferedBytes, c.BodyReadTimeout)
 	}
 	for _, tc := range []struct {
 		env  []string
 		want string
 	}{
+		{base("MAX_WAITERS=800"), "MAX_WAITERS: 800 waits would fill MAX_INFLIGHT_REQUESTS (768)"},
 		{base("MAX_CONNECTIONS=0"), "MAX_CONNECTIONS: expected a value greater than zero"},
 		{base("MAX_INFLIGHT_REQUESTS=-1"), "MAX_INFLIGHT_REQUESTS: expected a value greater than zero"},
 		{base("BODY_READ_TIMEOUT=-1s"), "BODY_READ_TIMEOUT: expected a value greater than zero"},
