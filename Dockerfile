@@ -5,9 +5,12 @@
 # (keep the two in step; tests/deploy_test.go checks this file).
 
 ARG GO_VERSION=1.26
+# the build stage's base; CI, which reaches no registry, passes a local image
+# with the same Go (scripts/docker-ci.sh: --build-arg BUILD_IMAGE=local/golang-ci:1.26)
+ARG BUILD_IMAGE=golang:${GO_VERSION}-bookworm
 
 # --- build stage ---------------------------------------------------------------
-FROM golang:${GO_VERSION}-bookworm AS build
+FROM ${BUILD_IMAGE} AS build
 WORKDIR /src
 # modules first, so that the download layer is cached across source edits
 COPY go.mod go.sum ./
