@@ -102,7 +102,12 @@ ok "$(docker compose version)"
 step "dockerd"
 if ! docker info >/dev/null 2>&1; then
   nohup dockerd >"$CACHE/dockerd.log" 2>&1 &
-  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  dpid=$!
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    kill -0 "$dpid" 2>/dev/null || break # it exited
+    sleep 0.5
+  done
   if ! docker info >/dev/null 2>&1; then
     tail -30 "$CACHE/dockerd.log"
     fail "the container engine (dockerd) did not start: see $CACHE/dockerd.log above. This machine kind runs it; do not skip"
@@ -126,7 +131,7 @@ if [ "$(docker image inspect -f '{{index .Config.Labels "go.version"}}' "$GO_IMA
       || { tail -30 "$WORK/debootstrap.log"; fail "debootstrap bookworm from $mirror"; }
     if compgen -G "/usr/local/share/ca-certificates/*" >/dev/null; then
       cp -r /usr/local/share/ca-certificates/. "$rootfs/usr/local/share/ca-certificates/"
-      chroot "$rootfs" update-ca-certificates >/dev/null
+      chroot "$rootfs" update-ca-certificates >/dev/null 2>&1 || fail "update-ca-certificates in the build image"
     fi
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
     tar -C "$rootfs" -cf "$CACHE/bookworm-minbase.tar.tmp" . && mv "$CACHE/bookworm-minbase.tar.tmp" "$CACHE/bookworm-minbase.tar"
@@ -152,6 +157,9 @@ step "docker build ($IMAGE)"
 docker build -q --build-arg BUILD_IMAGE="$GO_IMAGE" --build-arg VERSION="$VERSION" -t "$IMAGE" . >"$WORK/build.log" 2>&1 \
   || { cat "$WORK/build.log"; fail "docker build of the Dockerfile"; }
 docker tag "$IMAGE" mailbox-mcp:ci
+# earlier runs' tags (a CI machine that is reused fills up otherwise; untagged build
+# stages stay: they are the layer cache of the next build)
+docker images --format '{{.Repository}}:{{.Tag}}' 'mailbox-mcp' | grep -E '^mailbox-mcp:v0\.0\.0-ci\.' | grep -vxF "$IMAGE" | xargs -r /usr/bin/docker rmi >/dev/null 2>&1 || true
 
 # --- ports: below 32768, locked like internal/mailstack's, so that the test suite's
 # stacks running meanwhile never take them ---------------------------------------------
@@ -218,7 +226,7 @@ scripts/mailstack.sh start "$stack_dir" >"$WORK/stack.log" 2>&1 || { cat "$WORK/
 . "$stack_dir/mailstack.env"
 scripts/mailstack.sh seed "$stack_dir" carol@example.test 120 >/dev/null
 cp "$MAILSTACK_CA_FILE" "$WORK/mail-ca.pem" && chmod 0644 "$WORK/mail-ca.pem"
-doveadm_count() { doveadm -c "$stack_dir/etc/dovecot.conf" mailbox status -u "$1" messages INBOX | sed 's/^messages=//'; }
+doveadm_count() { doveadm -c "$stack_dir/etc/dovecot.conf" mailbox status -u "$1" messages INBOX | sed 's/.*messages=//'; }
 ok "IMAPS $MAILSTACK_IMAPS_PORT, submissions $MAILSTACK_SUBMISSIONS_PORT"
 
 if [ ! -d tests/clients/node_modules/@modelcontextprotocol/sdk ]; then
@@ -293,12 +301,27 @@ for i in 1 2 3; do
 done
 sleep 2.5 # HAProxy: rise 2 at 1 s
 go build -o "$WORK/scaleout" ./tests/scaleout || fail "building tests/scaleout"
+# the replicas' cgroups (v1 here; the CPU figure is left out elsewhere)
+cg=() cpufiles=()
+for i in 1 2 3; do cg+=("$(docker inspect -f '{{.Id}}' "mmcp-ci-gw$i")"); done
+for id in "${cg[@]}"; do
+  f=/sys/fs/cgroup/cpuacct/docker/$id/cpuacct.usage
+  [ -r "$f" ] && cpufiles+=("$f")
+done
+cpucmd=""
+[ ${#cpufiles[@]} = 3 ] && cpucmd="cat ${cpufiles[*]} | awk '{s += \$1} END {print s}'"
 "$WORK/scaleout" -lb "http://127.0.0.1:$LB_PORT/mcp" \
   -replicas "http://127.0.0.1:$GW1/mcp,http://127.0.0.1:$GW2/mcp,http://127.0.0.1:$GW3/mcp" \
   -user carol@example.test -pass carolpw -want-inbox "$(doveadm_count carol@example.test)" \
   -calls 2000 -clients 16 -kill "/usr/bin/docker kill mmcp-ci-gw2" -stats-socket "$WORK/haproxy.sock" -kill-server gw2 \
   -send-user alice@example.test -send-pass alicepw -send-to bob@example.test \
-  -count-cmd "doveadm -c $stack_dir/etc/dovecot.conf mailbox status -u bob@example.test messages INBOX" \
+  -cpu-cmd "$cpucmd" -count-cmd "doveadm -c $stack_dir/etc/dovecot.conf mailbox status -u bob@example.test messages INBOX" \
   || { tail -20 "$WORK/haproxy.log"; fail "scale-out"; }
 ok "scale-out"
+for i in 1 3; do
+  m=/sys/fs/cgroup/memory/docker/${cg[$((i - 1))]}
+  if [ -r "$m/memory.stat" ]; then
+    echo "memory of replica $i after the run: rss $(( $(awk '$1 == "total_rss" {print $2}' "$m/memory.stat") / 1024 / 1024 )) MiB, peak usage (page cache included) $(( $(cat "$m/memory.max_usage_in_bytes") / 1024 / 1024 )) MiB"
+  fi
+done
 echo "total $(( $(date +%s) - T0 ))s"

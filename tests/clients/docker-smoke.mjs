@@ -47,6 +47,7 @@ async function main() {
     if (!JSON.stringify(read).includes(body)) fail(`imap_read_email: the body is not "${body}": ${JSON.stringify(read).slice(0, 500)}`);
     const t0 = Date.now();
     const wait = await call("imap_wait_for_email", { folder: "INBOX", timeout_s: 1 });
+    if (wait.timed_out !== true) fail(`imap_wait_for_email: nothing new arrives, want timed_out: ${JSON.stringify(wait)}`);
     out.sent = subject;
     out.read_uid = hit.uid;
     out.wait = { ms: Date.now() - t0, keys: Object.keys(wait) };
