@@ -1,13 +1,11 @@
 package tests
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"net"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,94 +14,6 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
-
-// stallProxy forwards a plain-text IMAP connection to target until the
-// client sends a command containing trigger; from then on it forwards
-// nothing in either direction and answers nothing: a server that stalls
-// after login.
-type stallProxy struct {
-	ln      net.Listener
-	target  string
-	trigger string
-	mu      sync.Mutex
-	conns   []net.Conn
-}
-
-func startStallProxy(t *testing.T, target, trigger string) *stallProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &stallProxy{ln: ln, target: target, trigger: trigger}
-	go p.serve()
-	t.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close()
-		}
-		p.mu.Unlock()
-	})
-	return p
-}
-
-func (p *stallProxy) port() int { return p.ln.Addr().(*net.TCPAddr).Port }
-
-func (p *stallProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		var stalled sync.Once
-		stall := make(chan struct{})
-		go func() { // server -> client, until the stall
-			buf := make([]byte, 32<<10)
-			for {
-				n, err := s.Read(buf)
-				select {
-				case <-stall:
-					return
-				default:
-				}
-				if n > 0 {
-					c.Write(buf[:n])
-				}
-				if err != nil {
-					c.Close()
-					return
-				}
-			}
-		}()
-		go func() { // client -> server, line by line
-			r := bufio.NewReader(c)
-			for {
-				line, err := r.ReadString('\n')
-				if strings.Contains(line, p.trigger) {
-					stalled.Do(func() { close(stall) })
-					io.Copy(io.Discard, r) // swallow everything from now on
-					return
-				}
-				if line != "" {
-					s.Write([]byte(line))
-				}
-				if err != nil {
-					s.Close()
-					return
-				}
-			}
-		}()
-	}
-}
 
 // stallingSMTP is a submission server that logs anyone in and then never
 // answers MAIL FROM.

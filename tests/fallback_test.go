@@ -22,10 +22,14 @@ import (
 // capProxy sits between the gateway and Dovecot's plain IMAP port. It
 // removes capabilities from the server's CAPABILITY answers (so Dovecot acts
 // as an older server) and records every command line the gateway sends.
+// With stallOn set, the first command line containing it stops all traffic
+// in both directions: a server that goes silent mid-session.
 type capProxy struct {
-	ln     net.Listener
-	target string
-	drop   []string
+	ln      net.Listener
+	target  string
+	drop    []string
+	stallOn string
+	stalled atomic.Bool
 
 	mu       sync.Mutex
 	commands []string
@@ -36,11 +40,23 @@ type capProxy struct {
 
 func startCapProxy(t *testing.T, target string, drop ...string) *capProxy {
 	t.Helper()
+	return startProxy(t, &capProxy{target: target, drop: drop})
+}
+
+// startStallProxy forwards until the gateway sends a command containing
+// trigger, then forwards and answers nothing more.
+func startStallProxy(t *testing.T, target, trigger string) *capProxy {
+	t.Helper()
+	return startProxy(t, &capProxy{target: target, stallOn: trigger})
+}
+
+func startProxy(t *testing.T, p *capProxy) *capProxy {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &capProxy{ln: ln, target: target, drop: drop}
+	p.ln = ln
 	go p.serve()
 	t.Cleanup(func() {
 		ln.Close()
@@ -83,7 +99,7 @@ func (p *capProxy) pipe(src, dst net.Conn, edit func(string) string, count *atom
 	r := bufio.NewReader(src)
 	for {
 		line, err := r.ReadString('\n')
-		if line != "" {
+		if line != "" && !p.stalled.Load() {
 			if count != nil {
 				count.Add(int64(len(line)))
 			}
@@ -107,6 +123,10 @@ func (p *capProxy) pipe(src, dst net.Conn, edit func(string) string, count *atom
 }
 
 func (p *capProxy) recordLine(line string) string {
+	if p.stallOn != "" && strings.Contains(line, p.stallOn) {
+		p.stalled.Store(true)
+		return ""
+	}
 	p.mu.Lock()
 	p.commands = append(p.commands, strings.TrimSpace(line))
 	p.mu.Unlock()

@@ -25,14 +25,12 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 )
 
 // Consume limits.
@@ -305,7 +303,7 @@ func readClaimed(ctx context.Context, c *Client, conn *Conn, folder string, uids
 		var m *Message
 		err := c.within(ctx, conn, "reading the messages", func() error {
 			var err error
-			m, err = readWhole(conn.client(), folder, uint32(uid), maxChars)
+			m, err = readMessage(conn.client(), folder, uint32(uid), 0, maxChars)
 			return err
 		})
 		if mailerr.KindOf(err) == mailerr.NotFound && mailerr.SubjectOf(err) == mailerr.SubjectMessage {
@@ -321,29 +319,6 @@ func readClaimed(ctx context.Context, c *Client, conn *Conn, folder string, uids
 		out.Warnings = append(out.Warnings, strconv.Itoa(gone)+" message(s) were deleted by someone else before they could be read")
 	}
 	return nil
-}
-
-// readWhole reads one message as Read does, from the start of its text.
-func readWhole(cl *imapclient.Client, folder string, uid uint32, maxChars int) (*Message, error) {
-	m, bs, err := fetchHeaderAndStructure(cl, folder, uid)
-	if err != nil {
-		return nil, err
-	}
-	atts := attachmentParts(bs)
-	body, warnings, err := fetchBody(cl, uid, bs, bodyTexts(bs), atts, textPartCap(0, maxChars), &m.TextFrom)
-	if err != nil {
-		return nil, err
-	}
-	for _, a := range atts {
-		m.Attachments = append(m.Attachments, a.Attachment)
-	}
-	m.Warnings = append(m.Warnings, warnings...)
-	m.TotalChars = utf8.RuneCountInString(body)
-	m.Text, m.Truncated, m.NextOffset = mailmsg.Truncate(body, 0, maxChars)
-	if !m.Truncated {
-		m.NextOffset = 0
-	}
-	return m, nil
 }
 
 // unclaim marks claimed messages that were not returned unread again, so

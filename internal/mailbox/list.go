@@ -216,14 +216,10 @@ func countBelow(cl *imapclient.Client, uid uint32) (uint32, error) {
 var summaryFetch = &imap.FetchOptions{
 	UID: true, Flags: true, Envelope: true, RFC822Size: true, InternalDate: true,
 	BodyStructure: &imap.FetchItemBodyStructure{Extended: true},
-	BodySection:   []*imap.FetchItemBodySection{previewSection, tagsSection},
+	BodySection:   []*imap.FetchItemBodySection{previewSection, tagHeaderSection},
 }
 
-var (
-	previewSection = &imap.FetchItemBodySection{Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: previewBytes}}
-	// tagsSection is the X-Mailbox-Tags header, a few bytes at most.
-	tagsSection = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{mailmsg.TagsHeader}, Peek: true}
-)
+var previewSection = &imap.FetchItemBodySection{Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: previewBytes}}
 
 // fetchSummaries fetches list items for a sequence or UID set, streaming.
 func fetchSummaries(cl *imapclient.Client, set imap.NumSet) ([]Summary, error) {
@@ -256,7 +252,7 @@ func fetchSummaries(cl *imapclient.Client, set imap.NumSet) ([]Summary, error) {
 			case imapclient.FetchItemDataBodySection:
 				switch {
 				case it.Literal == nil:
-				case it.MatchCommand(tagsSection):
+				case it.MatchCommand(tagHeaderSection):
 					s.Tags = headerTags(readAtMost(it.Literal, 4096))
 				default:
 					head = readAtMost(it.Literal, previewBytes)
@@ -340,11 +336,6 @@ func readAtMost(r interface{ Read([]byte) (int, error) }, n int) []byte {
 // the truth (the server can close the mailbox or the connection at any time).
 func (conn *Conn) examine(folder string) (*imapclient.SelectedMailbox, error) {
 	if mb := conn.client().Mailbox(); mb != nil && conn.selected == folder && !conn.selectedRW {
-		// A NOOP ahead of the call's commands (pipelined: no extra round
-		// trip) makes Dovecot look at the folder again, so a SEARCH sees
-		// mail that arrived since the connection was last used; without
-		// it the first SEARCH can miss it.
-		conn.client().Noop()
 		return mb, nil
 	}
 	data, err := conn.sel(folder, true)

@@ -80,12 +80,8 @@ func (c *Client) Peek(ctx context.Context, creds credentials.Credentials, folder
 			return err
 		}
 		cl := conn.client()
-		count := mb.NumMessages
-		if now := cl.Mailbox(); now != nil && now.Name == folder {
-			count = now.NumMessages
-		}
 		if tag == "" {
-			out, err = peekAll(cl, folder, count)
+			out, err = peekAll(cl, folder, mb.NumMessages)
 		} else {
 			out, err = peekTagged(conn.client(), folder, tag)
 		}
@@ -337,11 +333,13 @@ func (s senderCounter) top(n int) []SenderCount {
 	return out
 }
 
-// examineFresh is examine, plus a NOOP when the connection had the folder
-// open already: Dovecot brings a session's view of its mailbox up to date
-// at the end of each command, not at the start, so on a connection that
-// sat idle in the pool a SEARCH (or a STATUS of the selected mailbox,
-// answered with [CLIENTBUG]) does not see mail that arrived meanwhile.
+// examineFresh is examine, plus a NOOP answered before anything else is
+// sent when the connection had the folder open already. Dovecot brings a
+// session's view of its mailbox up to date at the end of a command, not at
+// the start, so on a connection that sat idle in the pool a SEARCH (or a
+// STATUS of the selected mailbox, answered with [CLIENTBUG]) misses mail
+// that arrived meanwhile. The NOOP must be waited for: pipelined with the
+// SEARCH, Dovecot can run both before the view is refreshed (seen here).
 func (conn *Conn) examineFresh(folder string) (*imapclient.SelectedMailbox, error) {
 	reused := conn.selected == folder && !conn.selectedRW && conn.client().Mailbox() != nil
 	mb, err := conn.examine(folder)

@@ -100,34 +100,45 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
-		m, bs, err := fetchHeaderAndStructure(conn.client(), folder, o.UID)
+		m, err := readMessage(conn.client(), folder, o.UID, o.Offset, maxChars)
 		if err != nil {
 			return err
-		}
-		atts := attachmentParts(bs)
-		body, warnings, err := fetchBody(conn.client(), o.UID, bs, bodyTexts(bs), atts, textPartCap(o.Offset, maxChars), &m.TextFrom)
-		if err != nil {
-			return err
-		}
-		for _, a := range atts {
-			m.Attachments = append(m.Attachments, a.Attachment)
-		}
-		m.Warnings = append(m.Warnings, warnings...)
-		m.TotalChars = utf8.RuneCountInString(body)
-		m.Offset = o.Offset
-		m.Text, m.Truncated, m.NextOffset = mailmsg.Truncate(body, o.Offset, maxChars)
-		if len(m.Text) < len(body)/2 {
-			// Let the whole body be collected before the answer is encoded:
-			// the window alone is what the caller gets.
-			m.Text = strings.Clone(m.Text)
-		}
-		if !m.Truncated {
-			m.NextOffset = 0
 		}
 		msg = m
 		return nil
 	})
 	return msg, err
+}
+
+// readMessage reads message uid of the selected folder as Read returns it:
+// headers, attachment list, and the text from offset, at most maxChars
+// characters. Two FETCHes: header and structure, then the text parts.
+func readMessage(cl *imapclient.Client, folder string, uid uint32, offset, maxChars int) (*Message, error) {
+	m, bs, err := fetchHeaderAndStructure(cl, folder, uid)
+	if err != nil {
+		return nil, err
+	}
+	atts := attachmentParts(bs)
+	body, warnings, err := fetchBody(cl, uid, bs, bodyTexts(bs), atts, textPartCap(offset, maxChars), &m.TextFrom)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range atts {
+		m.Attachments = append(m.Attachments, a.Attachment)
+	}
+	m.Warnings = append(m.Warnings, warnings...)
+	m.TotalChars = utf8.RuneCountInString(body)
+	m.Offset = offset
+	m.Text, m.Truncated, m.NextOffset = mailmsg.Truncate(body, offset, maxChars)
+	if len(m.Text) < len(body)/2 {
+		// Let the whole body be collected before the answer is encoded:
+		// the window alone is what the caller gets.
+		m.Text = strings.Clone(m.Text)
+	}
+	if !m.Truncated {
+		m.NextOffset = 0
+	}
+	return m, nil
 }
 
 func fetchHeaderAndStructure(cl *imapclient.Client, folder string, uid uint32) (*Message, imap.BodyStructure, error) {

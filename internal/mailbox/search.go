@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 )
 
 // Query is a search; every criterion set must match (AND).
@@ -53,10 +51,13 @@ func (q Query) criteria() *imap.SearchCriteria {
 	if q.Body != "" {
 		c.Body = []string{q.Body}
 	}
-	for _, h := range []struct{ k, v string }{{"From", q.From}, {"To", q.To}, {"Cc", q.Cc}, {"Subject", q.Subject}, {mailmsg.TagsHeader, q.Tag}} {
+	for _, h := range []struct{ k, v string }{{"From", q.From}, {"To", q.To}, {"Cc", q.Cc}, {"Subject", q.Subject}} {
 		if h.v != "" {
 			c.Header = append(c.Header, imap.SearchCriteriaHeaderField{Key: h.k, Value: h.v})
 		}
+	}
+	if q.Tag != "" {
+		c.Header = append(c.Header, tagCriterion(q.Tag))
 	}
 	for _, f := range []struct {
 		v    *bool
@@ -78,16 +79,13 @@ func (q Query) check() error {
 		return mailerr.New(mailerr.BadInput, "the search is empty: give at least one criterion (text, from, to, cc, subject, body, since, before, seen, flagged, answered, larger, smaller or tag)")
 	}
 	if q.Tag != "" {
-		if err := mailmsg.CheckTag(q.Tag); err != nil {
+		if err := CheckTag(q.Tag); err != nil {
 			return err
 		}
 	}
-	for _, s := range []string{q.Text, q.From, q.To, q.Cc, q.Subject, q.Body} {
-		if strings.ContainsAny(s, "\r\n\x00") {
-			return mailerr.New(mailerr.BadInput, "search terms cannot contain line breaks or NUL characters")
-		}
-		if len(s) > 1000 {
-			return mailerr.New(mailerr.BadInput, "a search term is too long (at most 1000 bytes)")
+	for _, t := range []struct{ name, v string }{{"text", q.Text}, {"from", q.From}, {"to", q.To}, {"cc", q.Cc}, {"subject", q.Subject}, {"body", q.Body}} {
+		if err := checkTerm(t.name, t.v); err != nil {
+			return err
 		}
 	}
 	if q.Larger < 0 || q.Smaller < 0 {
@@ -117,7 +115,7 @@ func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Qu
 	}
 	var page *Page
 	err = c.do(ctx, creds, "searching", true, func(ctx context.Context, conn *Conn) error {
-		if _, err := conn.examine(folder); err != nil {
+		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}
 		cl := conn.client()

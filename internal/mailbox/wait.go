@@ -278,7 +278,8 @@ func newWaiter(c *Client, o WaitOptions, progress func()) (*waiter, error) {
 	return w, nil
 }
 
-// checkTerm refuses a search term the server could not take.
+// checkTerm refuses a search term that cannot go into an IMAP command as
+// is (line breaks, NUL) or is unreasonably long; name is the argument.
 func checkTerm(name, s string) error {
 	if strings.ContainsAny(s, "\r\n\x00") {
 		return mailerr.Newf(mailerr.BadInput, "%s cannot contain line breaks or NUL characters", name)

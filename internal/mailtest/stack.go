@@ -39,10 +39,6 @@ const (
 	BobPassword   = mailstack.BobPassword
 )
 
-// Start is mailstack.Start: a stack whose lifetime the caller manages (it
-// must call Stop). Most tests want Shared or StartT.
-func Start(opts Options) (*Stack, error) { return mailstack.Start(opts) }
-
 var shared struct {
 	once  sync.Once
 	stack *Stack

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -108,10 +109,23 @@ type field struct {
 	enum      []string
 }
 
+// fieldCache holds fieldsOf's answer per type: arguments are decoded on
+// every call, and a type's fields never change.
+var fieldCache sync.Map // reflect.Type -> []field
+
 // fieldsOf lists t's JSON properties as encoding/json sees them:
 // embedded structs are flattened, fields tagged "-" and unexported ones
 // skipped.
 func fieldsOf(t reflect.Type) []field {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.([]field)
+	}
+	f := structFields(t)
+	fieldCache.Store(t, f)
+	return f
+}
+
+func structFields(t reflect.Type) []field {
 	var out []field
 	for i := range t.NumField() {
 		sf := t.Field(i)
@@ -125,7 +139,7 @@ func fieldsOf(t reflect.Type) []field {
 			if et.Kind() == reflect.Pointer {
 				et = et.Elem()
 			}
-			for _, f := range fieldsOf(et) {
+			for _, f := range structFields(et) {
 				f.index = append([]int{i}, f.index...)
 				out = append(out, f)
 			}
