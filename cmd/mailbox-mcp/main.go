@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/app"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/buildinfo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
@@ -200,10 +201,29 @@ func cmdToken(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 ENCRYPTION_KEY. The password is never taken from the command line: it is read
 from standard input (first line) or, on a terminal, prompted for without echo.
 The token is printed on standard output; nothing is written anywhere else.
-It is not checked against the mail server (use imap_encrypt_credentials for that).`, stderr)
+It is not checked against the mail server (use imap_encrypt_credentials for that).
+-access and -send narrow what the token may do; a token never gets more than
+the gateway's MAILBOX_ACCESS allows.`, stderr)
 	user := fs.String("user", "", "mailbox user name, usually the email address (prompted for if empty)")
+	level := fs.String("access", "", "narrow the token to read, organize or full (empty: what the gateway allows)")
+	send := fs.Bool("send", true, "allow sending mail with the token (-send=false forbids it)")
 	if code, stop := parse(fs, args); stop {
 		return code
+	}
+	scope := access.Scope{NoSend: !*send}
+	if *level != "" {
+		l, err := access.Parse(*level)
+		if err != nil {
+			fmt.Fprintln(stderr, "mailbox-mcp token: -access:", err)
+			return exitConfig
+		}
+		if op, set := os.LookupEnv("MAILBOX_ACCESS"); set && op != "" {
+			if opl, err := access.Parse(op); err == nil && l > opl {
+				fmt.Fprintf(stderr, "mailbox-mcp token: -access %s is more than the gateway allows (MAILBOX_ACCESS=%s)\n", l, opl)
+				return exitConfig
+			}
+		}
+		scope.Level = l
 	}
 	key, err := config.LoadKey()
 	if err != nil {
@@ -242,7 +262,9 @@ It is not checked against the mail server (use imap_encrypt_credentials for that
 		fmt.Fprintln(stderr, "mailbox-mcp token: a user and a password are required (password on standard input)")
 		return exitConfig
 	}
-	tok, err := sealer.Seal(credentials.New(*user, pass))
+	creds := credentials.New(*user, pass)
+	creds.Scope = scope
+	tok, err := sealer.Seal(creds)
 	if err != nil {
 		fmt.Fprintln(stderr, "mailbox-mcp token:", err)
 		return exitFail

@@ -71,7 +71,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	mb := mailbox.New(mailbox.Config{
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
 		TLS: tlsConf, Timeout: cfg.IMAPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
-		Guard: limits,
+		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder,
 	}, pool.Config{
 		MaxTotal: cfg.MaxPoolSize, MaxPerGroup: cfg.MaxPoolPerUser, IdleTimeout: cfg.PoolIdleTime,
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second, Revalidate: cfg.PoolRevalidate,
@@ -80,7 +80,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	mb.SetWaitPoll(cfg.WaitPollInterval)
 
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
-		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes}
+		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access()}
 	if cfg.SMTPEnabled() {
 		smtpTLS, err := cfg.TLSConfig(cfg.SMTPHost)
 		if err != nil {
@@ -100,11 +100,15 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	// Arguments are checked by the tool adapter, which answers in plain
 	// sentences, and it recovers its own panics: mcp-go's schema validation
 	// and recovery would only shadow it.
+	toolset := tools.All(deps)
+	// tools/list shows each request only what its access allows.
+	hooks := &server.Hooks{}
+	hooks.AddAfterListTools(tools.ListFilter(deps, toolset))
 	mcpServer := server.NewMCPServer("mailbox-mcp", buildinfo.Version(),
 		server.WithToolCapabilities(false),
 		server.WithInstructions(instructions),
+		server.WithHooks(hooks),
 	)
-	toolset := tools.All(deps)
 	if err := tools.Register(mcpServer, toolset); err != nil {
 		mb.Close(context.Background())
 		return nil, err

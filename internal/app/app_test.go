@@ -45,6 +45,7 @@ type gateway struct {
 	Users []demo.User
 	Logs  *syncBuffer
 	App   *app.App
+	Key   string
 }
 
 // startDemoGateway runs the gateway against the embedded demo mail server,
@@ -94,7 +95,7 @@ func startDemoGatewayWith(t *testing.T, smtp bool, env ...string) *gateway {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &gateway{Demo: srv, URL: "http://" + ln.Addr().String() + "/mcp", Users: srv.Users, Logs: logs, App: a}
+	return &gateway{Demo: srv, URL: "http://" + ln.Addr().String() + "/mcp", Users: srv.Users, Logs: logs, App: a, Key: key}
 }
 
 func headers(u demo.User) map[string]string {

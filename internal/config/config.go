@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 )
 
 // Security says how a mail connection is protected.
@@ -52,10 +54,15 @@ type Config struct {
 	SMTPTimeout  time.Duration `env:"SMTP_TIMEOUT" envDefault:"60s" desc:"deadline for one SMTP send"`
 	// Sending limits and the Sent copy (the smtp_ tools).
 	SMTPMaxRecipients  int      `env:"SMTP_MAX_RECIPIENTS" envDefault:"100" desc:"most recipients (To, Cc and Bcc together) of one message sent by the smtp_ tools"`
-	MaxAttachmentBytes int64    `env:"MAX_ATTACHMENT_BYTES" envDefault:"0" desc:"largest total decoded size of the attachments of one sent message; 0 means 3/4 of MAX_REQUEST_BYTES (attachments arrive base64-encoded inside the request, so raise both together)"`
+	MaxAttachmentBytes int64    `env:"MAX_ATTACHMENT_BYTES" envDefault:"5242880" desc:"largest attachment imap_get_attachment returns inside the result (larger ones come as a signed download link), and largest total decoded size of the attachments of one sent message, which is also held to 3/4 of MAX_REQUEST_BYTES (attachments arrive base64-encoded inside the request, so raise both together); 0 means 5 MiB"`
 	SMTPFromPolicy     string   `env:"SMTP_FROM_POLICY" envDefault:"login" desc:"who the smtp_ tools may send as: login (the from address must be the login's own address, or one listed in SMTP_ALLOWED_FROM; the display name is free) or any (whatever the mail server accepts)"`
 	SMTPAllowedFrom    []string `env:"SMTP_ALLOWED_FROM" envSeparator:"," desc:"with SMTP_FROM_POLICY=login: comma-separated further sender addresses (alias@example.com) or whole domains (@example.com) every user may send as"`
+	DraftsFolder       string   `env:"DRAFTS_FOLDER" desc:"folder imap_save_draft saves drafts in; empty finds it (SPECIAL-USE \\Drafts, then common names)"`
+	TrashFolder        string   `env:"TRASH_FOLDER" desc:"folder imap_trash_emails moves mail to; empty finds it (SPECIAL-USE \\Trash, then common names)"`
 	SentFolder         string   `env:"SENT_FOLDER" desc:"folder that receives the copy of sent mail; empty finds it (SPECIAL-USE \\Sent, then common names); none saves no copy (for servers that file sent mail themselves, such as Gmail)"`
+
+	MailboxAccess string `env:"MAILBOX_ACCESS" envDefault:"read" desc:"what the tools may change in a mailbox: read (look, mark what is read as seen, reply), organize (also flags, move, trash, folders, drafts) or full (also delete for good); a token can narrow it, never widen it"`
+	PublicURL     string `env:"PUBLIC_URL" desc:"the gateway's external base URL (https://mail-mcp.example.com), used in the attachment download links it hands out; empty derives it from each request's Host (and X-Forwarded-Proto from TRUSTED_PROXIES)"`
 
 	MailCAFile         string `env:"MAIL_CA_FILE" desc:"PEM file of extra CA certificates to trust for the IMAP and SMTP servers (self-signed servers)"`
 	AllowPlaintextAuth bool   `env:"ALLOW_PLAINTEXT_AUTH" envDefault:"false" desc:"allow sending passwords over an unencrypted mail connection (local development only)"`
@@ -224,6 +231,14 @@ func (c *Config) validate(vars map[string]string) []string {
 			bad("SMTP_TLS", "plain SMTP would send mailbox passwords unencrypted; use SMTP_TLS=true, or set ALLOW_PLAINTEXT_AUTH=true for local development")
 		}
 	}
+	if _, err := access.Parse(c.MailboxAccess); err != nil {
+		bad("MAILBOX_ACCESS", "%v", err)
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			bad("PUBLIC_URL", "expected an absolute http or https URL such as https://mail-mcp.example.com, got %q", c.PublicURL)
+		}
+	}
 	switch c.LogLevel {
 	case slog.LevelDebug, slog.LevelInfo, slog.LevelWarn, slog.LevelError:
 	default:
@@ -275,10 +290,7 @@ func (c *Config) validate(vars map[string]string) []string {
 		bad("SMTP_MAX_RECIPIENTS", "expected a value greater than zero, got %q", vars["SMTP_MAX_RECIPIENTS"])
 	}
 	if c.MaxAttachmentBytes < 0 {
-		bad("MAX_ATTACHMENT_BYTES", "expected zero (derived from MAX_REQUEST_BYTES) or a positive number of bytes, got %q", vars["MAX_ATTACHMENT_BYTES"])
-	} else if c.MaxAttachmentBytes > 0 && c.MaxRequestBytes > 0 && c.MaxAttachmentBytes > c.MaxRequestBytes/4*3 {
-		bad("MAX_ATTACHMENT_BYTES", "%d can never be reached: attachments arrive base64-encoded (4/3 larger) inside a request capped by MAX_REQUEST_BYTES (%d); raise MAX_REQUEST_BYTES to at least %d too",
-			c.MaxAttachmentBytes, c.MaxRequestBytes, (c.MaxAttachmentBytes+2)/3*4+64<<10)
+		bad("MAX_ATTACHMENT_BYTES", "expected zero (5 MiB) or a positive number of bytes, got %q", vars["MAX_ATTACHMENT_BYTES"])
 	}
 	switch c.SMTPFromPolicy {
 	case "login", "any":
@@ -446,13 +458,28 @@ func (c *Config) SMTPMode() Security {
 }
 
 // AttachmentLimit is the largest total decoded attachment size of one sent
-// message: MAX_ATTACHMENT_BYTES, or when that is 0, 3/4 of
-// MAX_REQUEST_BYTES (base64 makes 3 bytes 4 characters).
+// message: MAX_ATTACHMENT_BYTES, held to 3/4 of MAX_REQUEST_BYTES (base64
+// makes 3 bytes 4 characters).
 func (c *Config) AttachmentLimit() int64 {
+	return min(c.InlineAttachmentLimit(), c.MaxRequestBytes/4*3)
+}
+
+// InlineAttachmentLimit is the largest attachment returned inside a tool
+// result: MAX_ATTACHMENT_BYTES, 5 MiB when that is 0.
+func (c *Config) InlineAttachmentLimit() int64 {
 	if c.MaxAttachmentBytes > 0 {
 		return c.MaxAttachmentBytes
 	}
-	return c.MaxRequestBytes / 4 * 3
+	return 5 << 20
+}
+
+// Access is the operator's access level (MAILBOX_ACCESS), checked at load.
+func (c *Config) Access() access.Level {
+	l, err := access.Parse(c.MailboxAccess)
+	if err != nil {
+		return access.Read
+	}
+	return l
 }
 
 // SMTPEnabled reports whether the smtp_ tools are offered.

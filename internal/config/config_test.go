@@ -72,7 +72,8 @@ func TestProblems(t *testing.T) {
 		{"ca file", base("MAIL_CA_FILE=/nonexistent/ca.pem"), []string{"MAIL_CA_FILE: cannot read"}},
 		{"bind", base("BIND_ADDRESS=everywhere"), []string{"BIND_ADDRESS: expected an IP address"}},
 		{"max recipients", base("SMTP_MAX_RECIPIENTS=0"), []string{"SMTP_MAX_RECIPIENTS: expected a value greater than zero"}},
-		{"attachments beyond the request limit", base("MAX_ATTACHMENT_BYTES=1000000"), []string{"MAX_ATTACHMENT_BYTES: 1000000 can never be reached", "raise MAX_REQUEST_BYTES to at least 1398872"}},
+		{"unknown access level", base("MAILBOX_ACCESS=admin"), []string{`MAILBOX_ACCESS: expected read, organize or full, got "admin"`}},
+		{"relative public URL", base("PUBLIC_URL=mail.example.com"), []string{"PUBLIC_URL: expected an absolute http or https URL"}},
 		{"negative attachments", base("MAX_ATTACHMENT_BYTES=-1"), []string{"MAX_ATTACHMENT_BYTES: expected zero"}},
 		{"pprof not host:port", base("PPROF_ADDR=6060"), []string{"PPROF_ADDR: expected host:port"}},
 		{"pprof bad host", base("PPROF_ADDR=my host:6060"), []string{"PPROF_ADDR: expected an IP address or localhost"}},
@@ -109,6 +110,8 @@ func TestAttachmentLimit(t *testing.T) {
 		{nil, 786432},
 		{[]string{"MAX_REQUEST_BYTES=4194304"}, 3145728},
 		{[]string{"MAX_ATTACHMENT_BYTES=500000"}, 500000},
+		{[]string{"MAX_ATTACHMENT_BYTES=0"}, 786432},
+		{[]string{"MAX_REQUEST_BYTES=16777216"}, 5242880},
 		{[]string{"MAX_REQUEST_BYTES=4194304", "MAX_ATTACHMENT_BYTES=3000000"}, 3000000},
 	} {
 		c, err := FromEnv(base(tc.env...))

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 )
 
 // Credentials are one mailbox login. The password is unexported so that it
@@ -20,6 +22,9 @@ import (
 type Credentials struct {
 	User     string
 	password string
+	// Scope is what the caller's token narrows the operator's permissions
+	// to; zero for credentials from headers.
+	Scope access.Scope
 }
 
 // New makes Credentials from a user name and a password.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 )
 
 // Token layout (version 1):
@@ -49,11 +51,18 @@ var (
 	ErrNUL = errors.New("the user name and password must not contain a NUL character")
 )
 
+// payload is the sealed content. Version 1 has no scope; a scoped token
+// is version 2, so that a gateway too old to know scopes refuses it
+// (ErrVersion) instead of ignoring the narrowing during a rolling upgrade.
 type payload struct {
 	V   int    `json:"v"`
 	U   string `json:"u"`
 	P   string `json:"p"`
 	IAT int64  `json:"iat"`
+	// A is the access level the token narrows to ("read", "organize",
+	// "full"); NS forbids sending. Version 2 only.
+	A  string `json:"a,omitempty"`
+	NS bool   `json:"ns,omitempty"`
 }
 
 type sealKey struct {
@@ -121,7 +130,14 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	if strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0) {
 		return "", ErrNUL
 	}
-	plain, err := json.Marshal(payload{V: 1, U: c.User, P: c.password, IAT: time.Now().Unix()})
+	p := payload{V: 1, U: c.User, P: c.password, IAT: time.Now().Unix()}
+	if c.Scope.Narrowed() {
+		p.V, p.NS = 2, c.Scope.NoSend
+		if c.Scope.Level != 0 {
+			p.A = c.Scope.Level.String()
+		}
+	}
+	plain, err := json.Marshal(p)
 	if err != nil {
 		return "", err
 	}
@@ -176,10 +192,20 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 	}
 	defer clear(plain)
 	var p payload
-	if err := json.Unmarshal(plain, &p); err != nil || p.V != 1 {
+	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS)) {
 		return Credentials{}, ErrVersion
 	}
 	c := New(p.U, p.P)
+	if p.V == 2 {
+		c.Scope.NoSend = p.NS
+		if p.A != "" {
+			l, err := access.Parse(p.A)
+			if err != nil {
+				return Credentials{}, ErrVersion
+			}
+			c.Scope.Level = l
+		}
+	}
 	if !c.Valid() {
 		return Credentials{}, ErrMalformed
 	}

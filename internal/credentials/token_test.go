@@ -2,11 +2,14 @@ package credentials
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 )
 
 func key(b byte) []byte { return bytes.Repeat([]byte{b}, KeyLength) }
@@ -169,4 +172,49 @@ func TestSealRefusesTooLong(t *testing.T) {
 	if err != nil || c.User != user || c.Password() != pw {
 		t.Fatalf("round trip: %v", err)
 	}
+}
+
+// TestScopeRoundTrip: a token's scope opens unchanged; an unscoped token
+// stays version 1 (readable by gateways that predate scopes), a scoped one
+// is version 2 so such gateways refuse it rather than ignore the narrowing.
+func TestScopeRoundTrip(t *testing.T) {
+	s, err := NewSealer(bytes.Repeat([]byte{7}, KeyLength))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, scope := range []access.Scope{{}, {Level: access.Read}, {Level: access.Organize, NoSend: true}, {NoSend: true}, {Level: access.Full}} {
+		c := New("alice@example.test", "pw")
+		c.Scope = scope
+		tok, err := s.Seal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.Open(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Scope != scope || got.User != c.User || got.Password() != "pw" {
+			t.Errorf("scope %v opened as %v", scope, got.Scope)
+		}
+		if v := payloadVersion(t, s, tok); v != map[bool]int{false: 1, true: 2}[scope.Narrowed()] {
+			t.Errorf("scope %v sealed as version %d", scope, v)
+		}
+	}
+}
+
+func payloadVersion(t *testing.T, s *Sealer, tok string) int {
+	t.Helper()
+	raw, err := b64.DecodeString(strings.TrimPrefix(tok, prefixV1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := s.current.aead.Open(nil, raw[keyIDLen:keyIDLen+nonceLen], raw[keyIDLen+nonceLen:], additional(s.current.id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p payload
+	if err := json.Unmarshal(plain, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p.V
 }

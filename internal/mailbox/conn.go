@@ -34,6 +34,9 @@ type Config struct {
 	// Guard admits each login and learns its outcome (the login-failure
 	// back-off); nil admits all.
 	Guard *guard.Guard
+	// TrashFolder and DraftsFolder name those folders (TRASH_FOLDER,
+	// DRAFTS_FOLDER); "" finds them by special use, then by usual names.
+	TrashFolder, DraftsFolder string
 }
 
 func (c Config) endpoint() transport.Endpoint {

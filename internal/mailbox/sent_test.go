@@ -25,7 +25,7 @@ func TestPickSent(t *testing.T) {
 		{"none", []*imap.ListData{l("INBOX", '/'), l("Archive", '/')}, ""},
 		{"a name that only contains Sent", []*imap.ListData{l("Unsent drafts", '/')}, ""},
 	} {
-		if got := pickSent(tc.data); got != tc.want {
+		if got := pickSpecial(tc.data, imap.MailboxAttrSent, sentNames); got != tc.want {
 			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
 		}
 	}

@@ -54,6 +54,7 @@ const (
 	SubjectMessage Subject = "message" // a message UID that is not (or no longer) there
 	SubjectToken   Subject = "token"   // a credentials token that cannot be opened
 	SubjectCursor  Subject = "cursor"  // a paging cursor that no longer applies
+	SubjectScope   Subject = "scope"   // a credentials token's scope
 )
 
 // Error is a classified error. Msg goes to the client; Err only to the log.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 )
@@ -13,6 +14,8 @@ type encryptArgs struct {
 	User     string `json:"user" max:"320" desc:"Mailbox user name (usually the email address). Defaults to the x-imap-user header."`
 	Password string `json:"password" max:"1024" desc:"Mailbox password or app password. Defaults to the x-imap-pass header."`
 	Verify   *bool  `json:"verify" default:"true" desc:"Check the credentials with an IMAP login before sealing them (default true)."`
+	Access   string `json:"access" enum:"read,organize,full" desc:"Narrow the token to this access level: read, organize or full (at most what the gateway allows). Default: what the gateway allows."`
+	Send     *bool  `json:"send" default:"true" desc:"Allow sending mail with the token (default true); false makes a token that cannot send."`
 }
 
 func (a *encryptArgs) check() error {
@@ -32,6 +35,8 @@ type EncryptResult struct {
 	Token    string `json:"token" desc:"sealed credentials token (mbx1. followed by base64url); pass it as the credentials argument or the x-mailbox-token header"`
 	User     string `json:"user" desc:"the mailbox user the token is for"`
 	Verified bool   `json:"verified" desc:"true when the credentials were checked with an IMAP login"`
+	Access   string `json:"access" desc:"the access level the token allows under this gateway: read, organize or full"`
+	Send     bool   `json:"send" desc:"whether the token may send mail (the gateway must have sending on too)"`
 	KeyID    string `json:"key_id" desc:"identifier of the server key that sealed the token (8 hex characters)"`
 	Usage    string `json:"usage" desc:"how to use the token"`
 }
@@ -57,6 +62,19 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 		if err := c.admit(ctx, creds); err != nil {
 			return EncryptResult{}, err
 		}
+		if a.Send != nil && !*a.Send {
+			creds.Scope.NoSend = true
+		}
+		if a.Access != "" {
+			l, err := access.Parse(a.Access)
+			if err != nil {
+				return EncryptResult{}, badArg("access must be read, organize or full (got %q)", a.Access)
+			}
+			if l > c.operatorLevel() {
+				return EncryptResult{}, mailerr.New(mailerr.Forbidden, fmt.Sprintf("access %s is more than this gateway allows (%s, set by the operator with MAILBOX_ACCESS); no token was made", l, c.operatorLevel()))
+			}
+			creds.Scope.Level = l
+		}
 		// Sealed first: credentials that cannot become a token are refused
 		// without a login at the mail server.
 		token, err := c.Sealer.Seal(creds)
@@ -72,13 +90,18 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 				return EncryptResult{}, err
 			}
 		}
-		return EncryptResult{Token: token, User: creds.User, Verified: verify, KeyID: c.Sealer.KeyID(), Usage: tokenUsage}, nil
+		return EncryptResult{Token: token, User: creds.User, Verified: verify, KeyID: c.Sealer.KeyID(), Usage: tokenUsage,
+			Access: creds.Scope.Effective(c.operatorLevel()).String(), Send: !creds.Scope.NoSend}, nil
 	},
 	Text: func(r EncryptResult) string {
 		status := "not verified (verify=false)"
 		if r.Verified {
 			status = "verified with an IMAP login"
 		}
-		return fmt.Sprintf("Credentials for %s %s.\nToken: %s\n\n%s", line(r.User), status, r.Token, r.Usage)
+		send := "may send mail"
+		if !r.Send {
+			send = "may not send mail"
+		}
+		return fmt.Sprintf("Credentials for %s %s.\nToken (access %s, %s): %s\n\n%s", line(r.User), status, r.Access, send, r.Token, r.Usage)
 	},
 }

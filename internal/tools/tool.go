@@ -25,6 +25,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
@@ -53,6 +54,16 @@ type Deps struct {
 	// MaxRequestBytes is the HTTP body limit, stated in the descriptions of
 	// tools that take attachments.
 	MaxRequestBytes int64
+	// Access is the operator's level (MAILBOX_ACCESS); 0 means read.
+	Access access.Level
+}
+
+// operatorLevel is the most any caller may do here.
+func (d *Deps) operatorLevel() access.Level {
+	if d.Access == 0 {
+		return access.Read
+	}
+	return d.Access
 }
 
 func (d *Deps) callTimeout() time.Duration {
@@ -61,18 +72,6 @@ func (d *Deps) callTimeout() time.Duration {
 	}
 	return DefaultCallTimeout
 }
-
-// Access is the level of change a tool needs. The operator sets the
-// gateway's level; a token may narrow it.
-type Access int
-
-const (
-	AccessRead     Access = iota // looks; at most sets \Seen on what it returns, \Answered by a reply
-	AccessOrganize               // flags, moves, trash, folders, drafts
-	AccessFull                   // permanent deletion
-)
-
-func (a Access) String() string { return [...]string{"read", "organize", "full"}[a] }
 
 // Def is one tool: what the model is told about it, and what it does. A
 // tool file holds its argument type A, its result type R, one Def and the
@@ -88,8 +87,10 @@ type Def[A, R any] struct {
 	// The four MCP annotations, all stated explicitly (mcp-go's defaults
 	// would call every tool destructive).
 	ReadOnly, Destructive, Idempotent, OpenWorld bool
-	// Access is the level the tool needs.
-	Access Access
+	// Access is the level the tool needs (0: read). A tool whose need
+	// depends on its arguments states the lower level here and calls
+	// Call.Require for the rest.
+	Access access.Level
 	// Sends marks a tool that needs SMTP: listed only when sending is on.
 	Sends bool
 	// OwnCredentials marks a tool that resolves credentials itself
@@ -101,6 +102,9 @@ type Def[A, R any] struct {
 	Run func(ctx context.Context, c *Call, args A) (R, error)
 	// Text renders the result for clients that read only text.
 	Text func(R) string
+	// Content, when set, adds content blocks after the text (an embedded
+	// resource, a resource link) for MCP clients.
+	Content func(R) []mcp.Content
 	// Example is the arguments of the example call in docs/tools.md, made
 	// for real against the demo mailbox (a "uid" is replaced by the UID of
 	// the demo message the docs use).
@@ -120,15 +124,47 @@ type Call struct {
 	Progress ProgressFunc
 	// Limit is the call's deadline, counted from its start.
 	Limit time.Duration
+	tool  string
+}
+
+// Require refuses the call unless the caller may make changes of level:
+// for a tool whose need depends on an argument (what names it).
+func (c *Call) Require(level access.Level, what string) error {
+	return c.allows(c.tool+" with "+what, level, false, c.Creds.Scope)
+}
+
+// allows checks a need against the operator's level and the caller's token
+// scope, with a sentence that names the level needed and who set the limit.
+func (d *Deps) allows(what string, need access.Level, sends bool, scope access.Scope) error {
+	if need == 0 {
+		need = access.Read
+	}
+	operator := d.operatorLevel()
+	switch {
+	case need > operator:
+		return mailerr.New(mailerr.Forbidden, fmt.Sprintf("%s needs the %s access level, and this gateway allows %s (the operator sets MAILBOX_ACCESS); nothing was changed", what, need, operator))
+	case need > scope.Effective(operator):
+		return mailerr.New(mailerr.Forbidden, fmt.Sprintf("%s needs the %s access level, and the credentials token allows %s; nothing was changed", what, need, scope.Level)).About(mailerr.SubjectScope)
+	case sends && scope.NoSend:
+		return mailerr.New(mailerr.Forbidden, what+" sends mail, and the credentials token does not allow sending (made with send: false); nothing was sent").About(mailerr.SubjectScope)
+	}
+	return nil
+}
+
+// visible reports whether a caller with scope may call the tool, for
+// tools/list.
+func (t Tool) visible(d *Deps, scope access.Scope) bool {
+	return t.own || d.allows(t.Def.Name, t.Access, t.Sends, scope) == nil
 }
 
 // Tool is a Def bound to its dependencies: the MCP definition and handler.
 type Tool struct {
 	Def     mcp.Tool
 	Handler server.ToolHandlerFunc
-	Access  Access
+	Access  access.Level
 	Sends   bool
 	Example map[string]any
+	own     bool
 	invoke  func(ctx context.Context, raw any, progress ProgressFunc) Outcome
 }
 
@@ -145,13 +181,15 @@ func (t Def[A, R]) bind(d *Deps) Tool {
 	invoke := func(ctx context.Context, raw any, progress ProgressFunc) Outcome {
 		return t.invoke(ctx, d, raw, progress)
 	}
-	return Tool{Def: t.spec(d), Access: t.Access, Example: t.Example, Sends: t.Sends, invoke: invoke,
+	return Tool{Def: t.spec(d), Access: t.Access, Example: t.Example, Sends: t.Sends, own: t.OwnCredentials, invoke: invoke,
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			o := invoke(ctx, req.Params.Arguments, mcpProgress(ctx, req))
 			if o.Failed {
 				return mcp.NewToolResultError(o.Text), nil
 			}
-			return mcp.NewToolResultStructured(o.Structured, o.Text), nil
+			res := mcp.NewToolResultStructured(o.Structured, o.Text)
+			res.Content = append(res.Content, o.Content...)
+			return res, nil
 		}}
 }
 
@@ -161,8 +199,10 @@ func (t Def[A, R]) bind(d *Deps) Tool {
 type Outcome struct {
 	Structured any
 	Text       string
-	Failed     bool
-	Kind       mailerr.Kind
+	// Content is the extra MCP content blocks (Def.Content).
+	Content []mcp.Content
+	Failed  bool
+	Kind    mailerr.Kind
 }
 
 // Invoke calls the tool with raw arguments (a JSON object as decoded by
@@ -250,6 +290,17 @@ func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress Progre
 	if err != nil {
 		return d.fail(ctx, err)
 	}
+	var creds credentials.Credentials
+	if !t.OwnCredentials {
+		// Who is calling and what they may do come first: a call beyond
+		// the caller's level is refused as such, whatever its arguments.
+		if creds, err = d.credentialsFor(ctx, token); err != nil {
+			return d.fail(ctx, err)
+		}
+		if err := d.allows(t.Name, t.Access, t.Sends, creds.Scope); err != nil {
+			return d.fail(ctx, err)
+		}
+	}
 	args, err := decodeArgs[A](raw)
 	if err != nil {
 		return d.fail(ctx, err)
@@ -260,21 +311,20 @@ func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress Progre
 	}
 	ctx, cancel := context.WithTimeoutCause(context.WithValue(ctx, limitKey{}, limit), limit, errCallTimeout)
 	defer cancel()
-	call := &Call{Deps: d, Progress: progress, Limit: limit}
+	call := &Call{Deps: d, Creds: creds, Progress: progress, Limit: limit, tool: t.Name}
 	if call.Progress == nil {
 		call.Progress = func(float64, float64, string) {}
-	}
-	if !t.OwnCredentials {
-		if call.Creds, err = d.credentialsFor(ctx, token); err != nil {
-			return d.fail(ctx, err)
-		}
 	}
 	r, err := t.Run(ctx, call, args)
 	if err != nil {
 		return d.fail(ctx, err)
 	}
 	rec.SetOutcome("ok")
-	return Outcome{Structured: r, Text: t.Text(r)}
+	out = Outcome{Structured: r, Text: t.Text(r)}
+	if t.Content != nil {
+		out.Content = t.Content(r)
+	}
+	return out
 }
 
 // takeToken removes the credentials argument, which the adapter handles,
@@ -388,6 +438,8 @@ func (d *Deps) advise(ctx context.Context, err error) string {
 		msg += "; make a new token with imap_encrypt_credentials"
 	case mailerr.SubjectCursor:
 		msg += "; start again without a cursor"
+	case mailerr.SubjectScope:
+		msg += "; imap_encrypt_credentials makes a token with a wider scope, up to what the operator allows"
 	}
 	return msg
 }
@@ -417,6 +469,33 @@ func All(d *Deps) []Tool {
 		}
 	}
 	return out
+}
+
+// ListFilter is the hook that shows a request only the tools it may call:
+// those within the operator's level and the scope of the token in the
+// x-mailbox-token header (a token passed as an argument is seen only by
+// the call it is passed to). An unreadable header token shows the
+// operator's list: its calls fail with the token's own error.
+func ListFilter(d *Deps, tools []Tool) server.OnAfterListToolsFunc {
+	byName := make(map[string]Tool, len(tools))
+	for _, t := range tools {
+		byName[t.Def.Name] = t
+	}
+	return func(ctx context.Context, _ any, _ *mcp.ListToolsRequest, result *mcp.ListToolsResult) {
+		var scope access.Scope
+		if tok, ok := credentials.TokenFromContext(ctx); ok {
+			if c, err := d.Sealer.Open(tok); err == nil {
+				scope = c.Scope
+			}
+		}
+		kept := result.Tools[:0]
+		for _, spec := range result.Tools {
+			if t, ok := byName[spec.Name]; !ok || t.visible(d, scope) {
+				kept = append(kept, spec)
+			}
+		}
+		result.Tools = kept
+	}
 }
 
 var toolName = regexp.MustCompile(`^[a-z]+(_[a-z]+)+$`)
