@@ -15,7 +15,7 @@ import (
 func TestBadArgumentsThroughTypeScriptSDK(t *testing.T) {
 	dir := clientsDir(t)
 	s := mailtest.Shared(t)
-	g := startGateway(t, s, smtpEnv(s)...)
+	g := startGateway(t, s, append(smtpEnv(s), "MAILBOX_ACCESS=full")...)
 	type call struct {
 		Name      string         `json:"name"`
 		Arguments map[string]any `json:"arguments"`
@@ -59,6 +59,20 @@ func TestBadArgumentsThroughTypeScriptSDK(t *testing.T) {
 		{call{"smtp_reply_email", map[string]any{"uid": -1, "text": "x"}}, "uid must be between 1 and 4294967295 (got -1)"},
 		{call{"smtp_reply_email", map[string]any{"uid": 3, "text": "x", "attachments": []any{map[string]any{"data": "AAAA"}}}}, `unknown argument "attachments[0].data"; did you mean "attachments[0].content_base64"?`},
 		{call{"smtp_reply_email", map[string]any{"uid": 3, "text": "x", "replyall": true}}, `unknown argument "replyall"; did you mean "reply_all"?`},
+		{call{"imap_get_attachment", map[string]any{"uid": 3}}, "part_id is required"},
+		{call{"imap_get_attachment", map[string]any{"uid": 3, "part": "2"}}, `unknown argument "part"; did you mean "part_id"?`},
+		{call{"imap_set_flags", map[string]any{"uids": []any{}, "add": []any{"flagged"}}}, "uids must have at least 1 entry (got 0)"},
+		{call{"imap_set_flags", map[string]any{"uids": []any{1}, "add": "flagged"}}, `add must be a list (got "flagged")`},
+		{call{"imap_move_emails", map[string]any{"uids": []any{1}}}, "to_folder is required"},
+		{call{"imap_move_emails", map[string]any{"uids": []any{1}, "to": "Archive"}}, `unknown argument "to"; the arguments are: folder, to_folder, uids`},
+		{call{"imap_trash_emails", map[string]any{"uids": "1"}}, `uids must be a list (got "1")`},
+		{call{"imap_trash_emails", map[string]any{"uids": []any{1}, "permanent": "yes"}}, `permanent must be true or false (got "yes")`},
+		{call{"imap_create_folder", map[string]any{}}, "name is required"},
+		{call{"imap_rename_folder", map[string]any{"folder": "Clients"}}, "new_name is required"},
+		{call{"imap_delete_folder", map[string]any{"folders": "Clients"}}, `unknown argument "folders"; did you mean "folder"?`},
+		{call{"smtp_forward_email", map[string]any{"uid": 3}}, "no recipients: give at least one address in to, cc or bcc"},
+		{call{"imap_save_draft", map[string]any{"to": "bob@example.test"}}, `to must be a list (got "bob@example.test")`},
+		{call{"smtp_send_draft", map[string]any{"uid": 0}}, "uid must be between 1 and 4294967295 (got 0)"},
 	}
 	var calls []call
 	for _, c := range cases {

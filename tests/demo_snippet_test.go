@@ -88,7 +88,7 @@ func TestDemoSnippetRunsAsPrinted(t *testing.T) {
 			}
 			runNode(t, dir, "desktop-entry.mjs", map[string]any{"server": run.server}, &out)
 			slices.Sort(out.Tools)
-			want := slices.Sorted(slices.Values(allTools))
+			want := slices.Sorted(slices.Values(defaultTools))
 			t.Run(fmt.Sprintf("lists_%d_tools", len(out.Tools)), func(t *testing.T) {
 				if !slices.Equal(out.Tools, want) {
 					t.Errorf("tools/list through mcp-remote: %v, want %v", out.Tools, want)

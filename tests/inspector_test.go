@@ -41,8 +41,13 @@ import (
 // Node 22 from npm (scripts/test.sh, on Linux x86-64); a node on PATH that is
 // new enough also does. Without either the test skips (fails when CI=true).
 
-// allTools is what the gateway lists with SMTP configured.
-var allTools = slices.Concat(readTools, []string{"smtp_send_email", "smtp_reply_email"})
+// defaultTools is what the gateway lists with SMTP configured, at the
+// default access level (read).
+var defaultTools = slices.Concat(readTools, []string{"imap_get_attachment", "smtp_send_email", "smtp_reply_email", "smtp_forward_email"})
+
+// allTools is what it lists with SMTP configured and MAILBOX_ACCESS=full.
+var allTools = slices.Concat(defaultTools, []string{"imap_set_flags", "imap_move_emails", "imap_trash_emails",
+	"imap_create_folder", "imap_rename_folder", "imap_delete_folder", "imap_save_draft", "smtp_send_draft"})
 
 // skipOrFail skips the test, or fails it when CI=true: CI must run it.
 func skipOrFail(t *testing.T, format string, args ...any) {
@@ -177,7 +182,7 @@ func TestInspectorStrictFindsNoSchemaProblems(t *testing.T) {
 	})
 
 	s := mailtest.Shared(t)
-	g := startGateway(t, s, smtpEnv(s)...)
+	g := startGateway(t, s, append(smtpEnv(s), "MAILBOX_ACCESS=full")...)
 	run := runInspector(t, node, inspector, g.URL, "x-imap-user: "+mailtest.Alice, "x-imap-pass: "+mailtest.AlicePassword)
 	var names []string
 	for _, tl := range run.Result.Tools {

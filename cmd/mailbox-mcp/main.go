@@ -217,11 +217,14 @@ the gateway's MAILBOX_ACCESS allows.`, stderr)
 			fmt.Fprintln(stderr, "mailbox-mcp token: -access:", err)
 			return exitConfig
 		}
-		if op, set := os.LookupEnv("MAILBOX_ACCESS"); set && op != "" {
-			if opl, err := access.Parse(op); err == nil && l > opl {
-				fmt.Fprintf(stderr, "mailbox-mcp token: -access %s is more than the gateway allows (MAILBOX_ACCESS=%s)\n", l, opl)
-				return exitConfig
-			}
+		op, set, err := config.LoadAccess()
+		if err != nil {
+			printProblems(stderr, err)
+			return exitConfig
+		}
+		if set && l > op {
+			fmt.Fprintf(stderr, "mailbox-mcp token: -access %s is more than the gateway allows (MAILBOX_ACCESS=%s)\n", l, op)
+			return exitConfig
 		}
 		scope.Level = l
 	}

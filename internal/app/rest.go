@@ -20,7 +20,18 @@ var restRoutes = []rest.Route{
 	{Method: http.MethodGet, Path: "/v1/emails", Tools: []string{"imap_list_emails", "imap_search_emails"}, Summary: "List or search the messages of a folder"},
 	{Method: http.MethodGet, Path: "/v1/emails/{uid}", Tools: []string{"imap_read_email"}, Summary: "Read one message"},
 	{Method: http.MethodGet, Path: "/v1/emails/{uid}/thread", Tools: []string{"imap_get_thread"}, Summary: "The conversation of one message, oldest first"},
+	{Method: http.MethodGet, Path: "/v1/emails/{uid}/attachments/{part_id}", Tools: []string{"imap_get_attachment"}, Summary: "One attachment: its details, and a download link when it is large"},
 	{Method: http.MethodGet, Path: "/v1/folders", Tools: []string{"imap_list_folders"}, Summary: "List the folders"},
+	{Method: http.MethodPost, Path: "/v1/forward", Tools: []string{"smtp_forward_email"}, Summary: "Forward an email"},
+	// Changes: offered only at the access level each tool needs.
+	{Method: http.MethodPost, Path: "/v1/emails/flags", Tools: []string{"imap_set_flags"}, Summary: "Add or remove flags and keywords"},
+	{Method: http.MethodPost, Path: "/v1/emails/move", Tools: []string{"imap_move_emails"}, Summary: "Move messages to another folder"},
+	{Method: http.MethodPost, Path: "/v1/emails/trash", Tools: []string{"imap_trash_emails"}, Summary: "Move messages to Trash (or delete them for good)"},
+	{Method: http.MethodPost, Path: "/v1/folders", Tools: []string{"imap_create_folder"}, Summary: "Create a folder"},
+	{Method: http.MethodPost, Path: "/v1/folders/rename", Tools: []string{"imap_rename_folder"}, Summary: "Rename a folder"},
+	{Method: http.MethodPost, Path: "/v1/folders/delete", Tools: []string{"imap_delete_folder"}, Summary: "Delete a folder"},
+	{Method: http.MethodPost, Path: "/v1/drafts", Tools: []string{"imap_save_draft"}, Summary: "Save a draft"},
+	{Method: http.MethodPost, Path: "/v1/drafts/{uid}/send", Tools: []string{"smtp_send_draft"}, Summary: "Send a saved draft"},
 }
 
 // RESTRoutes returns the REST mirror's route table.

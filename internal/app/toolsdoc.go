@@ -13,6 +13,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 )
 
@@ -33,7 +34,7 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 	cfg, err := config.FromEnv([]string{
 		"IMAP_HOST=" + ih, "IMAP_PORT=" + ip, "IMAP_SECURITY=plain",
 		"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true",
-		"ENCRYPTION_KEY=" + strings.Repeat("0", 64),
+		"ENCRYPTION_KEY=" + strings.Repeat("0", 64), "MAILBOX_ACCESS=full",
 	})
 	if err != nil {
 		return nil, err
@@ -46,10 +47,17 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 
 	user := srv.Users[0]
 	ctx = credentials.NewContext(ctx, credentials.New(user.Address, user.Password))
+	// An example's "uid" is filled in here: the demo message each tool
+	// shows best, or the draft the example before it saved.
 	uid, err := demoUID(srv, user.Address, demo.FolderInbox, demo.TagAlternative)
 	if err != nil {
 		return nil, err
 	}
+	pdf, err := demoUID(srv, user.Address, demo.FolderInbox, demo.TagPDF)
+	if err != nil {
+		return nil, err
+	}
+	uids := map[string]uint32{"imap_get_attachment": pdf}
 	examples := map[string]tools.Example{}
 	for _, t := range a.tools {
 		if t.Example == nil {
@@ -59,6 +67,9 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 		for k, v := range t.Example {
 			if k == "uid" {
 				v = uid
+				if u, ok := uids[t.Def.Name]; ok {
+					v = u
+				}
 			}
 			args[k] = v
 		}
@@ -69,7 +80,11 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 		if err != nil || res.IsError {
 			return nil, fmt.Errorf("example call of %s failed: %v %v", t.Def.Name, err, res)
 		}
-		examples[t.Def.Name] = tools.Example{Args: args, Result: steady(res.StructuredContent, strings.HasPrefix(t.Def.Name, "smtp_"))}
+		if saved, ok := res.StructuredContent.(outbox.SavedDraft); ok {
+			uids["smtp_send_draft"] = saved.UID
+		}
+		generated := strings.HasPrefix(t.Def.Name, "smtp_") || t.Def.Name == "imap_save_draft"
+		examples[t.Def.Name] = tools.Example{Args: args, Result: steady(res.StructuredContent, generated)}
 	}
 	return tools.Markdown(a.tools, examples), nil
 }
@@ -97,9 +112,9 @@ var steadyValues = map[string]any{
 }
 
 // steady returns v (a structured result) as plain JSON values with the
-// volatile fields fixed; sent reports whether generated message ids must
-// be fixed too.
-func steady(v any, sent bool) any {
+// volatile fields fixed; generated reports whether the call made a
+// message whose Message-ID must be fixed too.
+func steady(v any, generated bool) any {
 	b, _ := json.Marshal(v)
 	var out any
 	_ = json.Unmarshal(b, &out)
@@ -110,7 +125,7 @@ func steady(v any, sent bool) any {
 			for k, v := range t {
 				if s, ok := steadyValues[k]; ok {
 					t[k] = s
-				} else if sent && k == "message_id" {
+				} else if generated && k == "message_id" {
 					t[k] = "20260302091500.4711@demo.test"
 				} else {
 					t[k] = walk(v)

@@ -571,6 +571,28 @@ func keyFromEnv(environ []string) ([]byte, error) {
 	return k, nil
 }
 
+// LoadAccess reads only MAILBOX_ACCESS, for commands that check a scope
+// against it (token): set is false when the variable is not set, and a
+// value that is not a level is a Problem naming the variable.
+func LoadAccess() (level access.Level, set bool, err error) { return accessFromEnv(os.Environ()) }
+
+func accessFromEnv(environ []string) (access.Level, bool, error) {
+	var v string
+	for _, kv := range environ {
+		if k, val, _ := strings.Cut(kv, "="); k == "MAILBOX_ACCESS" {
+			v = val
+		}
+	}
+	if v == "" {
+		return 0, false, nil
+	}
+	l, err := access.Parse(v)
+	if err != nil {
+		return 0, true, Problems{"MAILBOX_ACCESS: " + err.Error()}
+	}
+	return l, true, nil
+}
+
 const samePrevious = "is the same as ENCRYPTION_KEY; during a rotation it holds the old key"
 
 // LoadOptionalKeys reads ENCRYPTION_KEY and ENCRYPTION_KEY_PREVIOUS for the

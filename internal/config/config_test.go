@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 )
 
 var update = flag.Bool("update", false, "rewrite .env.example and the table in docs/configuration.md")
@@ -158,6 +160,20 @@ func TestKeyOnly(t *testing.T) {
 	}
 	if _, err := keyFromEnv([]string{"ENCRYPTION_KEY=abc"}); err == nil {
 		t.Fatal("short key accepted")
+	}
+}
+
+// The token command's view of MAILBOX_ACCESS: unset says so, a level is
+// read, anything else is a problem naming the variable.
+func TestAccessOnly(t *testing.T) {
+	if l, set, err := accessFromEnv([]string{"PATH=/bin", "MAILBOX_ACCESS="}); l != 0 || set || err != nil {
+		t.Fatalf("unset: %v %v %v", l, set, err)
+	}
+	if l, set, err := accessFromEnv([]string{"MAILBOX_ACCESS=Organize"}); l != access.Organize || !set || err != nil {
+		t.Fatalf("organize: %v %v %v", l, set, err)
+	}
+	if _, _, err := accessFromEnv([]string{"MAILBOX_ACCESS=admin"}); err == nil || !strings.HasPrefix(err.Error(), "MAILBOX_ACCESS: ") {
+		t.Fatalf("admin: %v", err)
 	}
 }
 

@@ -1,4 +1,5 @@
-// Package httpapi is the gateway's HTTP surface: the mux (/mcp, /health) and
+// Package httpapi is the gateway's HTTP surface: the mux (/mcp, /health,
+// /attachments/ for download links, /v1/ for the REST mirror) and
 // the middleware every request passes before MCP runs: request id and log
 // line, panic recovery, the limits on connections, requests in flight and
 // buffered bodies, the body checks (size, read deadline, duplicate JSON
@@ -7,15 +8,18 @@
 package httpapi
 
 import (
+	"context"
 	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/download"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
 )
 
@@ -54,6 +58,14 @@ type Options struct {
 	// (in-flight limit shared with it, Host, Origin, body, client address,
 	// credential headers).
 	REST http.Handler
+	// Attachments, when set, serves attachment download links at
+	// /attachments/ behind the Host, Origin, in-flight and client-address
+	// checks; it takes no credential headers (the link carries its own).
+	Attachments http.Handler
+	// PublicURL is the base URL download links are made under; "" derives
+	// it from each request (scheme from TLS, or from X-Forwarded-Proto of
+	// a trusted proxy; the Host header, which the Host rule has checked).
+	PublicURL string
 }
 
 // New returns the gateway's HTTP handler, with mcp (mcp-go's streamable
@@ -69,15 +81,22 @@ func New(opts Options, mcp http.Handler) http.Handler {
 		budget = newByteBudget(1 << 62)
 	}
 	api := http.NewServeMux()
-	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, withCredentials(mcp))))
+	base := func(next http.Handler) http.Handler { return withBase(opts.PublicURL, opts.TrustedProxies, next) }
+	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withCredentials(mcp)))))
 	if opts.REST != nil {
-		api.Handle("/v1/", clientAddr(opts.TrustedProxies, withCredentials(opts.REST)))
+		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withCredentials(opts.REST))))
+	}
+	if opts.Attachments != nil {
+		api.Handle(download.Prefix, clientAddr(opts.TrustedProxies, opts.Attachments))
 	}
 	body := readBody(opts.MaxRequestBytes, budget, opts.BodyReadTimeout, api)
 	guarded := limitInflight(opts.MaxInflightRequests, hosts.wrap(origins.wrap(body)))
 	mux.Handle("/mcp", guarded)
 	if opts.REST != nil {
 		mux.Handle("/v1/", guarded)
+	}
+	if opts.Attachments != nil {
+		mux.Handle(download.Prefix, guarded)
 	}
 	mux.HandleFunc("/health", health(opts.Version))
 	return logRequests(log, recoverPanics(log, mux))
@@ -167,29 +186,41 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 		w.Header().Set("X-Request-Id", rec.ID)
 		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
 		ctx := reqlog.NewContext(r.Context(), rec)
+		// Deferred, so that a response broken off on purpose (a download
+		// that failed half-way panics with http.ErrAbortHandler) is logged.
+		defer func() {
+			if r.URL.Path != "/health" { // probes every few seconds would drown the log
+				logRequest(ctx, log, r, sw, rec, start)
+			}
+		}()
 		next.ServeHTTP(sw, r.WithContext(ctx))
-		if r.URL.Path == "/health" {
-			return // probes every few seconds would drown the log
-		}
-		tool, outcome, user := rec.Fields()
-		attrs := []any{
-			"method", r.Method, "path", r.URL.Path, "status", sw.status,
-			"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
-		}
-		if tool != "" {
-			attrs = append(attrs, "tool", tool)
-		}
-		if outcome != "" {
-			attrs = append(attrs, "outcome", outcome)
-		}
-		if user != "" {
-			attrs = append(attrs, "user", user)
-		}
-		if cause := rec.Cause(); cause != "" {
-			attrs = append(attrs, "cause", cause)
-		}
-		log.InfoContext(ctx, "request", attrs...)
 	})
+}
+
+// logRequest writes the one log line of a request.
+func logRequest(ctx context.Context, log *slog.Logger, r *http.Request, sw *statusWriter, rec *reqlog.Record, start time.Time) {
+	tool, outcome, user := rec.Fields()
+	path := r.URL.Path
+	if strings.HasPrefix(path, download.Prefix) {
+		path = download.Prefix + "…" // a download link is a credential
+	}
+	attrs := []any{
+		"method", r.Method, "path", path, "status", sw.status,
+		"duration_ms", float64(time.Since(start).Microseconds()) / 1000,
+	}
+	if tool != "" {
+		attrs = append(attrs, "tool", tool)
+	}
+	if outcome != "" {
+		attrs = append(attrs, "outcome", outcome)
+	}
+	if user != "" {
+		attrs = append(attrs, "user", user)
+	}
+	if cause := rec.Cause(); cause != "" {
+		attrs = append(attrs, "cause", cause)
+	}
+	log.InfoContext(ctx, "request", attrs...)
 }
 
 type statusWriter struct {
@@ -242,4 +273,34 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
 	json.NewEncoder(w).Encode(map[string]string{"error": msg})
+}
+
+// withBase puts the gateway's external base URL into the request context,
+// for the download links tools hand out: public when set (PUBLIC_URL),
+// else the scheme of this connection (or the X-Forwarded-Proto a trusted
+// proxy set: its right-most value, which that proxy wrote) and the Host
+// header, which hostPolicy has already checked.
+func withBase(public string, trusted []netip.Prefix, next http.Handler) http.Handler {
+	public = strings.TrimRight(public, "/")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		base := public
+		if base == "" && r.Host != "" {
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			if a := remoteIP(r.RemoteAddr); a.IsValid() && slices.ContainsFunc(trusted, func(p netip.Prefix) bool { return p.Contains(a) }) {
+				protos := strings.Split(strings.Join(r.Header.Values("X-Forwarded-Proto"), ","), ",")
+				switch p := strings.ToLower(strings.TrimSpace(protos[len(protos)-1])); p {
+				case "http", "https":
+					scheme = p
+				}
+			}
+			base = scheme + "://" + r.Host
+		}
+		if base != "" {
+			r = r.WithContext(download.WithBase(r.Context(), base))
+		}
+		next.ServeHTTP(w, r)
+	})
 }

@@ -3,7 +3,9 @@
 // copy in the Sent folder and, for a reply, works out who it goes to and
 // the threading headers, and flags the original \Answered (mailbox). It is
 // the mail workflow below MCP: it names no tool and knows no argument
-// format; drafts, forwarding and idempotent sending belong here too.
+// format. Drafts (draft.go), forwarding (forward.go) and sending at most
+// once per idempotency key (idempotent.go) belong here too; saving a draft
+// needs no SMTP server, so an Outbox exists without one (CanSend).
 package outbox
 
 import (
@@ -48,6 +50,14 @@ type Config struct {
 	// AllowedFrom lists further addresses ("alias@example.com") or domains
 	// ("@example.com") anyone may send as under FromLogin.
 	AllowedFrom []string
+	// IdempotencySecret keys the Message-IDs derived from idempotency keys
+	// (the server's ENCRYPTION_KEY): every replica with the same secret
+	// derives the same one. Without it idempotency keys are refused.
+	IdempotencySecret []byte
+	// MaxSendTime is the longest one send may take (TOOL_TIMEOUT): a Sent
+	// copy still marked as being sent a minute after that belongs to an
+	// attempt that was interrupted. 0 means DefaultMaxSendTime.
+	MaxSendTime time.Duration
 }
 
 // Sender policies.
@@ -64,7 +74,8 @@ type Outbox struct {
 	log        *slog.Logger
 }
 
-// New makes an Outbox.
+// New makes an Outbox. sub may be nil: drafts can then be saved, but
+// nothing can be sent.
 func New(cfg Config, mb *mailbox.Client, sub *submission.Client, log *slog.Logger) *Outbox {
 	if cfg.MaxRecipients <= 0 {
 		cfg.MaxRecipients = DefaultMaxRecipients
@@ -72,17 +83,36 @@ func New(cfg Config, mb *mailbox.Client, sub *submission.Client, log *slog.Logge
 	if cfg.MaxAttachmentBytes <= 0 {
 		cfg.MaxAttachmentBytes = DefaultMaxAttachmentBytes
 	}
+	if cfg.MaxSendTime <= 0 {
+		cfg.MaxSendTime = DefaultMaxSendTime
+	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &Outbox{cfg: cfg, mailbox: mb, submission: sub, log: log.With("component", "outbox")}
 }
 
-// MaxRecipients is the cap on To+Cc+Bcc of one message.
-func (o *Outbox) MaxRecipients() int { return o.cfg.MaxRecipients }
+// CanSend reports whether o can send mail (it has an SMTP server); false
+// for a nil Outbox.
+func (o *Outbox) CanSend() bool { return o != nil && o.submission != nil }
 
-// AttachmentLimit is the cap on the decoded attachments of one message.
-func (o *Outbox) AttachmentLimit() int64 { return o.cfg.MaxAttachmentBytes }
+// MaxRecipients is the cap on To+Cc+Bcc of one message (the default for a
+// nil Outbox, so that descriptions can be written without one).
+func (o *Outbox) MaxRecipients() int {
+	if o == nil {
+		return DefaultMaxRecipients
+	}
+	return o.cfg.MaxRecipients
+}
+
+// AttachmentLimit is the cap on the decoded attachments of one message
+// (the default for a nil Outbox).
+func (o *Outbox) AttachmentLimit() int64 {
+	if o == nil {
+		return DefaultMaxAttachmentBytes
+	}
+	return o.cfg.MaxAttachmentBytes
+}
 
 // Attachment is one file to attach, decoded.
 type Attachment struct {
@@ -99,6 +129,9 @@ type Message struct {
 	Subject, Text, HTML  string
 	Attachments          []Attachment
 	Tags                 []string
+	// IdempotencyKey, when set, makes the send happen at most once for
+	// this user and key (idempotent.go).
+	IdempotencyKey string
 }
 
 // Reply answers message UID of Folder.
@@ -112,11 +145,14 @@ type Reply struct {
 	Text, HTML  string
 	Attachments []Attachment
 	Tags        []string
+	// IdempotencyKey as for Message.
+	IdempotencyKey string
 }
 
 // Result is the outcome of a send that reached the mail server.
 type Result struct {
 	MessageID  string              `json:"message_id" desc:"Message-ID of the sent message, without angle brackets"`
+	Date       time.Time           `json:"date" desc:"the message's Date"`
 	From       string              `json:"from" desc:"the sender"`
 	To         []string            `json:"to" desc:"the To recipients"`
 	Cc         []string            `json:"cc,omitempty" desc:"the Cc recipients"`
@@ -129,7 +165,13 @@ type Result struct {
 	SentCopy   SentCopy            `json:"sent_copy" desc:"whether a copy was saved in the Sent folder, where, or why not"`
 	Original   *Replied            `json:"original,omitempty" desc:"reply only: the message answered"`
 	Tags       []string            `json:"tags,omitempty" desc:"the tags the message carries (X-Mailbox-Tags)"`
-	Warnings   []string            `json:"warnings,omitempty" desc:"things that did not go as asked but did not stop the message"`
+	// Set by the sends that take them.
+	Forwarded *ForwardedFrom `json:"forwarded,omitempty" desc:"forward only: the message forwarded"`
+	Draft     *SentDraft     `json:"draft,omitempty" desc:"draft send only: the draft sent, and whether it was removed"`
+	// IdempotencyKey and Duplicate: see idempotent.go.
+	IdempotencyKey string   `json:"idempotency_key,omitempty" desc:"the idempotency_key given"`
+	Duplicate      bool     `json:"duplicate,omitempty" desc:"true when a message had already been sent with this idempotency_key: this call sent nothing, and the fields describe that message (accepted is then unknown and empty)"`
+	Warnings       []string `json:"warnings,omitempty" desc:"things that did not go as asked but did not stop the message"`
 }
 
 // RejectedRecipient is a recipient the server refused.
@@ -158,6 +200,9 @@ type Replied struct {
 
 // Send composes and sends m as creds' user, then files the Sent copy.
 func (o *Outbox) Send(ctx context.Context, creds credentials.Credentials, m Message) (*Result, error) {
+	if res, err := o.prior(ctx, creds, m.IdempotencyKey); res != nil || err != nil {
+		return res, err
+	}
 	d, err := o.draft(creds, m.From, m.Subject, m.Text, m.HTML, m.Attachments)
 	if err != nil {
 		return nil, err
@@ -174,7 +219,7 @@ func (o *Outbox) Send(ctx context.Context, creds credentials.Credentials, m Mess
 			return nil, err
 		}
 	}
-	return o.deliver(ctx, creds, d)
+	return o.deliver(ctx, creds, d, m.IdempotencyKey)
 }
 
 // Reply sends r: to the original's Reply-To (else its sender), with All
@@ -183,6 +228,9 @@ func (o *Outbox) Send(ctx context.Context, creds credentials.Credentials, m Mess
 // copy and flags the original \Answered. The original is read without
 // changing it.
 func (o *Outbox) Reply(ctx context.Context, creds credentials.Credentials, r Reply) (*Result, error) {
+	if res, err := o.prior(ctx, creds, r.IdempotencyKey); res != nil || err != nil {
+		return res, err
+	}
 	d, err := o.draft(creds, r.From, "", r.Text, r.HTML, r.Attachments)
 	if err != nil {
 		return nil, err
@@ -209,9 +257,9 @@ func (o *Outbox) Reply(ctx context.Context, creds credentials.Credentials, r Rep
 	if len(d.To) == 0 && len(d.Cc) == 0 && len(d.Bcc) == 0 {
 		return nil, mailerr.New(mailerr.BadInput, "the original message names nobody to reply to (no valid Reply-To, From or recipients); send a new message with explicit recipients instead")
 	}
-	res, err := o.deliver(ctx, creds, d)
-	if err != nil {
-		return nil, err
+	res, err := o.deliver(ctx, creds, d, r.IdempotencyKey)
+	if err != nil || res.Duplicate {
+		return res, err // a duplicate's original was flagged by the send that went out
 	}
 	res.Warnings = append(warnings, res.Warnings...)
 	res.Original = &Replied{Folder: orig.Folder, UID: orig.UID, MessageID: orig.MessageID}
@@ -243,29 +291,51 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 func (o *Outbox) draft(creds credentials.Credentials, from, subject, text, html string, atts []Attachment) (mailmsg.Draft, error) {
 	var d mailmsg.Draft
 	var err error
-	if strings.TrimSpace(from) != "" {
-		if d.From, err = mailmsg.ParseAddress("from", from); err != nil {
-			return d, err
-		}
-	} else if d.From, err = mailmsg.ParseAddress("from", creds.User); err != nil {
-		return d, mailerr.Newf(mailerr.BadInput, "from: the login name %q is not an email address, so the sender cannot be derived from it; give the sender address", mailmsg.SanitizeLine(creds.User))
-	}
-	if err := o.mayUseSender(creds, d.From); err != nil {
+	if d.From, err = o.sender(creds, from); err != nil {
 		return d, err
 	}
-	if strings.TrimSpace(text) == "" && strings.TrimSpace(html) == "" {
-		return d, mailerr.New(mailerr.BadInput, "text (or html) is required: the message body")
+	if err := needBody(text, html); err != nil {
+		return d, err
 	}
 	d.Subject, d.Text, d.HTML = subject, text, html
+	d.Attachments, err = o.attachments(atts)
+	return d, err
+}
+
+// sender is the From address: from, else the login name, allowed by the
+// sender policy.
+func (o *Outbox) sender(creds credentials.Credentials, from string) (mailmsg.Address, error) {
+	var a mailmsg.Address
+	var err error
+	if strings.TrimSpace(from) != "" {
+		if a, err = mailmsg.ParseAddress("from", from); err != nil {
+			return a, err
+		}
+	} else if a, err = mailmsg.ParseAddress("from", creds.User); err != nil {
+		return a, mailerr.Newf(mailerr.BadInput, "from: the login name %q is not an email address, so the sender cannot be derived from it; give the sender address", mailmsg.SanitizeLine(creds.User))
+	}
+	return a, o.mayUseSender(creds, a)
+}
+
+func needBody(text, html string) error {
+	if strings.TrimSpace(text) == "" && strings.TrimSpace(html) == "" {
+		return mailerr.New(mailerr.BadInput, "text (or html) is required: the message body")
+	}
+	return nil
+}
+
+// attachments checks the total size of atts against the limit.
+func (o *Outbox) attachments(atts []Attachment) ([]mailmsg.OutAttachment, error) {
+	var out []mailmsg.OutAttachment
 	var total int64
 	for _, a := range atts {
 		total += int64(len(a.Data))
 		if total > o.cfg.MaxAttachmentBytes {
-			return d, mailerr.Newf(mailerr.TooLarge, "the attachments exceed the limit of %s in total; send large files as a link instead", SizeText(o.cfg.MaxAttachmentBytes))
+			return nil, mailerr.Newf(mailerr.TooLarge, "the attachments exceed the limit of %s in total; send large files as a link instead", SizeText(o.cfg.MaxAttachmentBytes))
 		}
-		d.Attachments = append(d.Attachments, mailmsg.OutAttachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data})
+		out = append(out, mailmsg.OutAttachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data})
 	}
-	return d, nil
+	return out, nil
 }
 
 // checkTags checks and normalises the tags of a message.
@@ -395,8 +465,13 @@ func replyReferences(o *mailbox.Original) []string {
 
 // deliver composes d, sends it, and saves the Sent copy. An error means
 // nothing was sent; once the server accepted the message, everything that
-// goes wrong afterwards is reported in the result instead.
-func (o *Outbox) deliver(ctx context.Context, creds credentials.Credentials, d mailmsg.Draft) (*Result, error) {
+// goes wrong afterwards is reported in the result instead. With an
+// idempotency key the Sent copy is filed first and decides whether this
+// attempt sends at all (sendOnce).
+func (o *Outbox) deliver(ctx context.Context, creds credentials.Credentials, d mailmsg.Draft, key string) (*Result, error) {
+	if !o.CanSend() {
+		return nil, mailerr.New(mailerr.Forbidden, "sending is turned off on this gateway (no SMTP server is configured); nothing was sent")
+	}
 	rcpts := d.Recipients()
 	switch {
 	case len(rcpts) == 0:
@@ -405,6 +480,9 @@ func (o *Outbox) deliver(ctx context.Context, creds credentials.Credentials, d m
 		return nil, mailerr.Newf(mailerr.BadInput, "too many recipients: %d, at most %d (To, Cc and Bcc together)", len(rcpts), o.cfg.MaxRecipients)
 	}
 	d.Date = time.Now().Truncate(time.Second)
+	if key != "" {
+		return o.sendOnce(ctx, creds, d, rcpts, key)
+	}
 	raw, id, err := mailmsg.Compose(d)
 	if err != nil {
 		return nil, err
@@ -413,8 +491,15 @@ func (o *Outbox) deliver(ctx context.Context, creds credentials.Credentials, d m
 	if err != nil {
 		return nil, err
 	}
+	res := sentResult(d, id, sent)
+	res.SentCopy = o.saveSentCopy(ctx, creds, d, id)
+	return res, nil
+}
+
+// sentResult describes d, sent with Message-ID id.
+func sentResult(d mailmsg.Draft, id string, sent *submission.Result) *Result {
 	res := &Result{
-		MessageID: id, From: display(d.From), Subject: d.Subject,
+		MessageID: id, Date: d.Date, From: display(d.From), Subject: d.Subject,
 		To: addrStrings(d.To), Cc: addrStrings(d.Cc), Bcc: addrStrings(d.Bcc),
 		Accepted: sent.Accepted, InReplyTo: d.InReplyTo, References: d.References, Tags: d.Tags,
 	}
@@ -424,8 +509,7 @@ func (o *Outbox) deliver(ctx context.Context, creds credentials.Credentials, d m
 	for _, r := range sent.Rejected {
 		res.Rejected = append(res.Rejected, RejectedRecipient{Address: r.Address, Code: r.Code, Reason: r.Message})
 	}
-	res.SentCopy = o.saveSentCopy(ctx, creds, d, id)
-	return res, nil
+	return res
 }
 
 // saveSentCopy appends the sender's copy (with Bcc, same Message-ID and

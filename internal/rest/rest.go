@@ -235,7 +235,7 @@ const formatParam = "format"
 func (ep *endpoint) serve(w http.ResponseWriter, r *http.Request, params map[string]string) {
 	if len(ep.tools) == 0 {
 		writeError(w, http.StatusNotFound, mailerr.NotFound.String(),
-			fmt.Sprintf("%s %s is not available on this gateway: it does not offer %s", ep.Method, ep.Path, strings.Join(ep.missing, " or ")))
+			fmt.Sprintf("%s %s is not available on this gateway: it does not offer %s (which tools a gateway offers depends on SMTP_HOST and MAILBOX_ACCESS)", ep.Method, ep.Path, strings.Join(ep.missing, " or ")))
 		return
 	}
 	form, err := negotiate(r)

@@ -542,8 +542,18 @@ func TestRESTOpenAPIDocument(t *testing.T) {
 				continue
 			}
 			props, _ := op.RequestBody.Content["application/json"].Schema["properties"].(map[string]any)
+			inPath := map[string]bool{}
+			for _, p := range op.Parameters {
+				if p.In == "path" {
+					inPath[p.Name] = true
+				}
+			}
 			for name := range in.Properties {
-				if _, ok := props[name]; !ok {
+				_, inBody := props[name]
+				switch {
+				case strings.Contains(r.Path, "{"+name+"}") && (inBody || !inPath[name]):
+					t.Errorf("%s %s: argument %s belongs in the path only", r.Method, r.Path, name)
+				case !strings.Contains(r.Path, "{"+name+"}") && !inBody:
 					t.Errorf("%s %s: the body lacks argument %s", r.Method, r.Path, name)
 				}
 			}

@@ -129,7 +129,9 @@ func decodeValue(dst reflect.Value, val any, name string, f field) error {
 			return badArg("%s must be at least %d characters long (got %d)", name, int(*f.min), n)
 		}
 		if len(f.enum) > 0 && !slices.Contains(f.enum, s) {
-			return badArg("%s must be one of %s (got %q)", name, strings.Join(f.enum, ", "), s)
+			// The value is not echoed: errors are logged, and a caller
+			// may have put anything in the wrong field.
+			return badArg("%s must be one of %s", name, strings.Join(f.enum, ", "))
 		}
 		dst.SetString(s)
 	case reflect.Bool:
@@ -177,10 +179,10 @@ func decodeValue(dst reflect.Value, val any, name string, f field) error {
 			return badArg("%s must be a list (got %s)", name, describeValue(val))
 		}
 		if f.max != nil && len(list) > int(*f.max) {
-			return badArg("%s may have at most %d entries (got %d)", name, int(*f.max), len(list))
+			return badArg("%s may have at most %s (got %d)", name, plural(int(*f.max), "entry"), len(list))
 		}
 		if f.min != nil && len(list) < int(*f.min) {
-			return badArg("%s must have at least %d entries (got %d)", name, int(*f.min), len(list))
+			return badArg("%s must have at least %s (got %d)", name, plural(int(*f.min), "entry"), len(list))
 		}
 		out := reflect.MakeSlice(dst.Type(), len(list), len(list))
 		for i, item := range list {

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
 )
 
 // Example is a tool's example call: the arguments, and the structured
@@ -24,7 +25,7 @@ type Example struct {
 // reference in docs/tools.md. The dependencies are empty: only the
 // definitions are used.
 func DocTools() []Tool {
-	return All(&Deps{Outbox: outbox.New(outbox.Config{}, nil, nil, nil)})
+	return All(&Deps{Outbox: outbox.New(outbox.Config{}, nil, submission.New(submission.Config{}, nil), nil)})
 }
 
 // Markdown renders the reference of ts: for each tool its description,

@@ -7,6 +7,7 @@ import (
 	"mime"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
@@ -21,29 +22,31 @@ type AttachmentArg struct {
 }
 
 type sendArgs struct {
-	To          []string        `json:"to" max:"1000" desc:"Recipients, each \"Name <user@example.com>\" or \"user@example.com\"."`
-	Cc          []string        `json:"cc" max:"1000" desc:"Carbon-copy recipients."`
-	Bcc         []string        `json:"bcc" max:"1000" desc:"Blind-copy recipients: they receive the message, nobody else sees them."`
-	Subject     string          `json:"subject" max:"2000" desc:"Subject line (any language)."`
-	Text        string          `json:"text" desc:"Plain-text body."`
-	HTML        string          `json:"html" desc:"Optional HTML body, sent alongside the text (when text is empty it is made from the HTML)."`
-	Attachments []AttachmentArg `json:"attachments" max:"100" desc:"Files to attach."`
-	From        string          `json:"from" max:"1000" desc:"Sender, \"Name <user@example.com>\"; default: the logged-in user."`
-	ReplyTo     []string        `json:"reply_to" max:"100" desc:"Addresses replies should go to (Reply-To), if not the sender."`
-	Tags        []string        `json:"tags" max:"10" desc:"Short labels (lower-case letters, digits, . _ -; up to 32 characters each) carried in the X-Mailbox-Tags header, for agents that filter their inbox by tag."`
+	To             []string        `json:"to" max:"1000" desc:"Recipients, each \"Name <user@example.com>\" or \"user@example.com\"."`
+	Cc             []string        `json:"cc" max:"1000" desc:"Carbon-copy recipients."`
+	Bcc            []string        `json:"bcc" max:"1000" desc:"Blind-copy recipients: they receive the message, nobody else sees them."`
+	Subject        string          `json:"subject" max:"2000" desc:"Subject line (any language)."`
+	Text           string          `json:"text" desc:"Plain-text body."`
+	HTML           string          `json:"html" desc:"Optional HTML body, sent alongside the text (when text is empty it is made from the HTML)."`
+	Attachments    []AttachmentArg `json:"attachments" max:"100" desc:"Files to attach."`
+	From           string          `json:"from" max:"1000" desc:"Sender, \"Name <user@example.com>\"; default: the logged-in user."`
+	ReplyTo        []string        `json:"reply_to" max:"100" desc:"Addresses replies should go to (Reply-To), if not the sender."`
+	Tags           []string        `json:"tags" max:"10" desc:"Short labels (lower-case letters, digits, . _ -; up to 32 characters each) carried in the X-Mailbox-Tags header, for agents that filter their inbox by tag."`
+	IdempotencyKey string          `json:"idempotency_key" max:"200" desc:"Optional key (1-200 printable ASCII characters, e.g. a UUID) that makes the send happen at most once: a later call with the same key, from any gateway replica, sends nothing and returns the earlier message with duplicate=true."`
 }
 
 type replyArgs struct {
-	Folder      string          `json:"folder" max:"1000" desc:"Folder of the message to answer (default INBOX)."`
-	UID         uint32          `json:"uid" required:"true" min:"1" desc:"UID of the message to answer, from imap_list_emails or imap_search_emails."`
-	Text        string          `json:"text" desc:"Plain-text body of the reply (the original is not quoted)."`
-	HTML        string          `json:"html" desc:"Optional HTML body, sent alongside the text."`
-	ReplyAll    bool            `json:"reply_all" desc:"Also reply to the original's To and Cc recipients (default false)."`
-	Cc          []string        `json:"cc" max:"1000" desc:"Further carbon-copy recipients."`
-	Bcc         []string        `json:"bcc" max:"1000" desc:"Blind-copy recipients."`
-	Attachments []AttachmentArg `json:"attachments" max:"100" desc:"Files to attach."`
-	From        string          `json:"from" max:"1000" desc:"Sender, \"Name <user@example.com>\"; default: the logged-in user."`
-	Tags        []string        `json:"tags" max:"10" desc:"Short labels carried in the X-Mailbox-Tags header (as for smtp_send_email)."`
+	Folder         string          `json:"folder" max:"1000" desc:"Folder of the message to answer (default INBOX)."`
+	UID            uint32          `json:"uid" required:"true" min:"1" desc:"UID of the message to answer, from imap_list_emails or imap_search_emails."`
+	Text           string          `json:"text" desc:"Plain-text body of the reply (the original is not quoted)."`
+	HTML           string          `json:"html" desc:"Optional HTML body, sent alongside the text."`
+	ReplyAll       bool            `json:"reply_all" desc:"Also reply to the original's To and Cc recipients (default false)."`
+	Cc             []string        `json:"cc" max:"1000" desc:"Further carbon-copy recipients."`
+	Bcc            []string        `json:"bcc" max:"1000" desc:"Blind-copy recipients."`
+	Attachments    []AttachmentArg `json:"attachments" max:"100" desc:"Files to attach."`
+	From           string          `json:"from" max:"1000" desc:"Sender, \"Name <user@example.com>\"; default: the logged-in user."`
+	Tags           []string        `json:"tags" max:"10" desc:"Short labels carried in the X-Mailbox-Tags header (as for smtp_send_email)."`
+	IdempotencyKey string          `json:"idempotency_key" max:"200" desc:"Optional key that makes the reply go out at most once (as for smtp_send_email)."`
 }
 
 // SendResult is the result of the sending tools.
@@ -57,7 +60,7 @@ var sendEmail = Def[sendArgs, SendResult]{
 			"Give at least one recipient in to, cc or bcc (at most %d in all). text is the plain-text body; html, when given, is sent as an alternative (multipart/alternative). "+
 			"Bcc recipients get the message but are not named in what anyone receives; the copy saved in the Sent folder keeps the Bcc header so you can see who got one. "+
 			"The result gives the Message-ID, the recipients the server accepted (and any it refused) and where the Sent copy was saved. "+
-			"Every call sends a new message: do not repeat a call that succeeded. %s", d.Outbox.MaxRecipients(), attachmentsDescription(d))
+			"%s %s", d.Outbox.MaxRecipients(), idempotencyDescription, attachmentsDescription(d))
 	},
 	// Not read-only, not destructive (it adds, deletes nothing), not
 	// idempotent (a second call sends a second message), open world.
@@ -68,7 +71,7 @@ var sendEmail = Def[sendArgs, SendResult]{
 			return SendResult{}, err
 		}
 		res, err := c.Outbox.Send(ctx, c.Creds, outbox.Message{From: a.From, To: a.To, Cc: a.Cc, Bcc: a.Bcc, ReplyTo: a.ReplyTo,
-			Subject: a.Subject, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags})
+			Subject: a.Subject, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey})
 		return valueOf(res), err
 	},
 	Text: sendText,
@@ -83,7 +86,7 @@ var replyEmail = Def[replyArgs, SendResult]{
 	Describe: func(d *Deps) string {
 		return fmt.Sprintf("Reply to a message of the mailbox. The reply goes to the original's Reply-To, else its sender; with reply_all also to its To and Cc (without your own address, without duplicates). "+
 			"The subject gets exactly one \"Re: \", and In-Reply-To and References keep the conversation threaded. The original is read without marking it as read, and gets the Answered flag once the reply went out. "+
-			"A copy is saved in the Sent folder. At most %d recipients in all. Every call sends a new message: do not repeat a call that succeeded. %s", d.Outbox.MaxRecipients(), attachmentsDescription(d))
+			"A copy is saved in the Sent folder. At most %d recipients in all. %s %s", d.Outbox.MaxRecipients(), idempotencyDescription, attachmentsDescription(d))
 	},
 	OpenWorld: true, Sends: true,
 	Run: func(ctx context.Context, c *Call, a replyArgs) (SendResult, error) {
@@ -92,12 +95,18 @@ var replyEmail = Def[replyArgs, SendResult]{
 			return SendResult{}, err
 		}
 		res, err := c.Outbox.Reply(ctx, c.Creds, outbox.Reply{Folder: a.Folder, UID: a.UID, All: a.ReplyAll, From: a.From,
-			Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags})
+			Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey})
 		return valueOf(res), err
 	},
 	Text:    sendText,
 	Example: map[string]any{"folder": "INBOX", "uid": 0, "text": "Thanks, the parcel arrived today."},
 }
+
+// idempotencyDescription tells every sending tool's reader about
+// idempotency_key.
+const idempotencyDescription = "Without idempotency_key every call sends a new message: do not repeat a call that succeeded. " +
+	"With one, a repeated call (a retry after a timeout, on any gateway replica) sends nothing and returns the message sent the first time (duplicate=true); " +
+	"this needs the Sent folder, where the copy is filed before sending and serves as the record."
 
 func valueOf[T any](p *T) T {
 	if p == nil {
@@ -179,7 +188,12 @@ func decodeBase64(s string) ([]byte, error) {
 
 func sendText(r SendResult) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Sent %q (Message-ID <%s>) from %s.\n", r.Subject, r.MessageID, r.From)
+	if r.Duplicate {
+		fmt.Fprintf(&b, "Nothing sent: a message was already sent with idempotency_key %q on %s: %q (Message-ID <%s>) from %s.\n",
+			r.IdempotencyKey, r.Date.Format(time.RFC1123Z), r.Subject, r.MessageID, r.From)
+	} else {
+		fmt.Fprintf(&b, "Sent %q (Message-ID <%s>) from %s.\n", r.Subject, r.MessageID, r.From)
+	}
 	fmt.Fprintf(&b, "To: %s\n", strings.Join(r.To, ", "))
 	if len(r.Cc) > 0 {
 		fmt.Fprintf(&b, "Cc: %s\n", strings.Join(r.Cc, ", "))
@@ -187,13 +201,25 @@ func sendText(r SendResult) string {
 	if len(r.Bcc) > 0 {
 		fmt.Fprintf(&b, "Bcc: %s\n", strings.Join(r.Bcc, ", "))
 	}
-	fmt.Fprintf(&b, "Accepted by the mail server for: %s\n", strings.Join(r.Accepted, ", "))
+	if !r.Duplicate {
+		fmt.Fprintf(&b, "Accepted by the mail server for: %s\n", strings.Join(r.Accepted, ", "))
+	}
 	for _, x := range r.Rejected {
 		kind := "permanently"
 		if x.Code/100 == 4 {
 			kind = "temporarily (retry later)"
 		}
 		fmt.Fprintf(&b, "NOT sent to %s: refused %s (%d %s)\n", x.Address, kind, x.Code, x.Reason)
+	}
+	if f := r.Forwarded; f != nil {
+		fmt.Fprintf(&b, "Forwarded uid %d of %s with %s.\n", f.UID, f.Folder, plural(f.Attachments, "attachment"))
+	}
+	if dr := r.Draft; dr != nil {
+		if dr.Removed {
+			fmt.Fprintf(&b, "The draft (uid %d in %s) was removed.\n", dr.UID, dr.Folder)
+		} else {
+			fmt.Fprintf(&b, "The draft (uid %d in %s) could not be removed: %s\n", dr.UID, dr.Folder, dr.RemoveError)
+		}
 	}
 	if o := r.Original; o != nil {
 		if o.Answered {
@@ -203,7 +229,11 @@ func sendText(r SendResult) string {
 		}
 	}
 	if r.SentCopy.Saved {
-		fmt.Fprintf(&b, "A copy was saved in %s", r.SentCopy.Folder)
+		if r.Duplicate {
+			fmt.Fprintf(&b, "Its copy is in %s", r.SentCopy.Folder)
+		} else {
+			fmt.Fprintf(&b, "A copy was saved in %s", r.SentCopy.Folder)
+		}
 		if r.SentCopy.UID != 0 {
 			fmt.Fprintf(&b, " (uid %d)", r.SentCopy.UID)
 		}

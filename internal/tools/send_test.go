@@ -130,7 +130,7 @@ func tool(t *testing.T, d *Deps, name string) Tool {
 
 func TestSendToolDefinitions(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	d := &Deps{MaxRequestBytes: 2 << 20, Outbox: outbox.New(outbox.Config{MaxRecipients: 7, MaxAttachmentBytes: 3 << 19}, nil, nil, log)}
+	d := &Deps{MaxRequestBytes: 2 << 20, Outbox: outbox.New(outbox.Config{MaxRecipients: 7, MaxAttachmentBytes: 3 << 19}, nil, submission.New(submission.Config{}, nil), log)}
 	for _, name := range []string{"smtp_send_email", "smtp_reply_email"} {
 		def := tool(t, d, name).Def
 		if err := checkContract(def); err != nil {

@@ -41,8 +41,8 @@ const DefaultCallTimeout = 60 * time.Second
 type Deps struct {
 	Sealer  *credentials.Sealer
 	Mailbox *mailbox.Client
-	// Outbox sends mail; nil turns sending off and the sending tools are
-	// not listed.
+	// Outbox saves drafts and sends mail; without an SMTP server
+	// (Outbox.CanSend false, or nil) the sending tools are not listed.
 	Outbox *outbox.Outbox
 	// Guard is the per-user rate limit (nil: none). The login back-off
 	// lives where logins happen.
@@ -56,6 +56,10 @@ type Deps struct {
 	MaxRequestBytes int64
 	// Access is the operator's level (MAILBOX_ACCESS); 0 means read.
 	Access access.Level
+	// MaxInlineAttachment is the largest attachment returned inside a
+	// result or a resource (MAX_ATTACHMENT_BYTES); larger ones come as a
+	// download link. 0 means the default, 5 MiB.
+	MaxInlineAttachment int64
 }
 
 // operatorLevel is the most any caller may do here.
@@ -175,7 +179,7 @@ type definition interface {
 	bind(d *Deps) Tool
 }
 
-func (t Def[A, R]) enabled(d *Deps) bool { return !t.Sends || d.Outbox != nil }
+func (t Def[A, R]) enabled(d *Deps) bool { return !t.Sends || d.Outbox.CanSend() }
 
 func (t Def[A, R]) bind(d *Deps) Tool {
 	invoke := func(ctx context.Context, raw any, progress ProgressFunc) Outcome {
@@ -393,10 +397,17 @@ func (d *Deps) fail(ctx context.Context, err error) Outcome {
 	rec := reqlog.FromContext(ctx)
 	rec.SetOutcome(kind.String())
 	rec.SetCause(mailerr.Cause(err))
-	if kind == mailerr.Internal {
+	switch kind {
+	case mailerr.Internal:
 		d.Log.ErrorContext(ctx, "tool failed", "err", err)
-	} else {
+	case mailerr.Busy, mailerr.Timeout, mailerr.Unavailable, mailerr.Temporary:
 		d.Log.DebugContext(ctx, "tool error", "kind", kind.String(), "err", err)
+	default:
+		// The caller's own mistakes and the server's refusals: the
+		// sentence (which the caller has) may quote the arguments, a
+		// folder name, a subject or mail text, none of which belongs in
+		// the log.
+		d.Log.DebugContext(ctx, "tool error", "kind", kind.String())
 	}
 	return Outcome{Failed: true, Kind: kind, Text: d.advise(ctx, err)}
 }
@@ -452,12 +463,22 @@ var catalog = []definition{
 	listEmails,
 	searchEmails,
 	readEmail,
+	getAttachment,
 	getThread,
 	peekInbox,
 	waitForEmail,
 	checkInbox,
+	setFlags,
+	moveEmails,
+	trashEmails,
+	createFolder,
+	renameFolder,
+	deleteFolder,
 	sendEmail,
 	replyEmail,
+	forwardEmail,
+	saveDraft,
+	sendDraft,
 }
 
 // All returns every tool the configuration enables, in catalog order.
@@ -466,6 +487,19 @@ func All(d *Deps) []Tool {
 	for _, def := range catalog {
 		if def.enabled(d) {
 			out = append(out, def.bind(d))
+		}
+	}
+	return out
+}
+
+// Offered is the part of tools the operator's level allows: what the REST
+// mirror documents. (MCP registers every tool, so that a call above the
+// level is refused with a sentence naming it, and ListFilter hides them.)
+func Offered(d *Deps, tools []Tool) []Tool {
+	var out []Tool
+	for _, t := range tools {
+		if t.visible(d, access.Scope{}) {
+			out = append(out, t)
 		}
 	}
 	return out

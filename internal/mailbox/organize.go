@@ -1,0 +1,535 @@
+package mailbox
+
+// Organizing messages: flags and keywords, moving, the trash and permanent
+// deletion. Each operation first checks that every UID is in the folder and
+// changes nothing when one is not. Removing messages from a folder is
+// always UID EXPUNGE of exactly the caller's UIDs (UIDPLUS), never a bare
+// EXPUNGE: that would also remove every other message marked \Deleted, by
+// another client for instance, and go-imap's own MOVE fallback sends one
+// when the server lacks UIDPLUS (NOTES.md).
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+)
+
+// MaxUIDs is the most messages one organize call changes.
+const MaxUIDs = 500
+
+// maxKeywordLen bounds a keyword; servers allow more, people need less.
+const maxKeywordLen = 64
+
+// MessageFlags is one message's flags after a change.
+type MessageFlags struct {
+	UID   uint32 `json:"uid"`
+	Flags Flags  `json:"flags"`
+}
+
+// FlagsResult is what SetFlags left.
+type FlagsResult struct {
+	Folder   string         `json:"folder" desc:"the folder of the messages"`
+	Messages []MessageFlags `json:"messages" desc:"each message's flags after the change, in UID order"`
+}
+
+// MovedUID is one moved message.
+type MovedUID struct {
+	UID    uint32 `json:"uid" desc:"the message's UID in the folder it was in (no longer there)"`
+	NewUID uint32 `json:"new_uid,omitempty" desc:"its UID in the folder it went to, when the server says (COPYUID)"`
+}
+
+// Moved says where Move put the messages.
+type Moved struct {
+	Folder   string     `json:"folder" desc:"the folder the messages were in"`
+	ToFolder string     `json:"to_folder" desc:"the folder they are in now"`
+	Messages []MovedUID `json:"messages" desc:"the moved messages, in UID order"`
+}
+
+// Trashed says what Trash did.
+type Trashed struct {
+	Folder    string `json:"folder" desc:"the folder the messages were in"`
+	Permanent bool   `json:"permanent" desc:"true: deleted for good; false: moved to the Trash folder"`
+	// TrashFolder is where they went; "" after a permanent deletion.
+	TrashFolder string     `json:"trash_folder,omitempty" desc:"the Trash folder they were moved to"`
+	Messages    []MovedUID `json:"messages" desc:"the messages, in UID order (new_uid: their UID in the Trash folder)"`
+}
+
+// SetFlags adds and removes flags on messages uids (at most MaxUIDs) of
+// folder and returns every message's flags afterwards. A flag is seen,
+// flagged or answered (any case, with or without the backslash), or a
+// keyword (CheckKeyword). If a UID is not in the folder, nothing changes.
+func (c *Client) SetFlags(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32, add, remove []string) (*FlagsResult, error) {
+	folder = normFolder(folder)
+	set, err := checkUIDs(uids)
+	if err != nil {
+		return nil, err
+	}
+	addFlags, removeFlags, err := parseFlagChange(add, remove)
+	if err != nil {
+		return nil, err
+	}
+	var out *FlagsResult
+	err = c.do(ctx, creds, "changing flags", false, func(ctx context.Context, conn *Conn) error {
+		perm, err := conn.openRW(folder)
+		if err != nil {
+			return err
+		}
+		if kw := newKeyword(perm, addFlags); kw != "" {
+			return mailerr.Newf(mailerr.Permanent, "folder %s does not accept new keywords such as %q (its PERMANENTFLAGS lack \\*); nothing was changed", quote(folder), kw)
+		}
+		cl := conn.client()
+		if err := checkPresent(cl, folder, set); err != nil {
+			return err
+		}
+		uidSet := imap.UIDSetNum(set...)
+		// One STORE at a time, each waited for: go-imap hands a pipelined
+		// command's FETCH answers to the first pending one of the same UID.
+		for _, st := range []*imap.StoreFlags{
+			{Op: imap.StoreFlagsAdd, Silent: true, Flags: addFlags},
+			{Op: imap.StoreFlagsDel, Silent: true, Flags: removeFlags},
+		} {
+			if len(st.Flags) == 0 {
+				continue
+			}
+			if err := cl.Store(uidSet, st, nil).Close(); err != nil {
+				return imapError(err, folder)
+			}
+		}
+		// Dovecot answers nothing for a STORE that changes nothing, so the
+		// result is read back.
+		after, err := flagsOfUIDs(cl, folder, set)
+		if err != nil {
+			return err
+		}
+		out = &FlagsResult{Folder: folder, Messages: make([]MessageFlags, 0, len(after))}
+		var gone []imap.UID
+		for _, u := range set {
+			fl, ok := after[u]
+			if !ok {
+				gone = append(gone, u)
+				continue
+			}
+			out.Messages = append(out.Messages, MessageFlags{UID: uint32(u), Flags: flagsOf(fl)})
+		}
+		if len(gone) > 0 {
+			return mailerr.Newf(mailerr.NotFound, "another client removed %s from folder %s while the flags were being changed; the other messages were changed", uidList(gone), quote(folder)).About(mailerr.SubjectMessage)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Move moves messages uids (at most MaxUIDs) of folder to toFolder: UID
+// MOVE, else UID COPY, UID STORE \Deleted and UID EXPUNGE of exactly those
+// UIDs; a server with neither MOVE nor UIDPLUS is refused. If a UID is not
+// in the folder or toFolder does not exist, nothing changes.
+func (c *Client) Move(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32, toFolder string) (*Moved, error) {
+	folder = normFolder(folder)
+	if strings.TrimSpace(toFolder) == "" {
+		return nil, mailerr.New(mailerr.BadInput, "to_folder must name the folder to move the messages to")
+	}
+	toFolder = normFolder(toFolder)
+	if toFolder == folder {
+		return nil, mailerr.Newf(mailerr.BadInput, "the messages are already in folder %s (folder and to_folder are the same); nothing was moved", quote(folder))
+	}
+	set, err := checkUIDs(uids)
+	if err != nil {
+		return nil, err
+	}
+	var out *Moved
+	err = c.do(ctx, creds, "moving messages", false, func(ctx context.Context, conn *Conn) error {
+		if err := destinationExists(conn.client(), toFolder); err != nil {
+			return err
+		}
+		var err error
+		out, err = moveUIDs(conn, folder, set, toFolder)
+		return err
+	})
+	return out, err
+}
+
+// Trash moves messages uids (at most MaxUIDs) of folder to the Trash
+// folder, or with permanent deletes them for good (UID EXPUNGE of exactly
+// those UIDs). The Trash folder is Config.TrashFolder, else the folder
+// marked \Trash, else one with a usual name. Messages already in the Trash
+// folder are only removed with permanent. If a UID is not in the folder,
+// nothing changes.
+func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32, permanent bool) (*Trashed, error) {
+	folder = normFolder(folder)
+	set, err := checkUIDs(uids)
+	if err != nil {
+		return nil, err
+	}
+	var out *Trashed
+	step := "moving messages to the trash"
+	if permanent {
+		step = "deleting messages"
+	}
+	err = c.do(ctx, creds, step, false, func(ctx context.Context, conn *Conn) error {
+		if permanent {
+			if err := expungeUIDs(conn, folder, set); err != nil {
+				return err
+			}
+			out = &Trashed{Folder: folder, Permanent: true, Messages: make([]MovedUID, len(set))}
+			for i, u := range set {
+				out.Messages[i] = MovedUID{UID: uint32(u)}
+			}
+			return nil
+		}
+		trash, err := c.trashFolder(conn.client())
+		if err != nil {
+			return err
+		}
+		if trash == folder {
+			return mailerr.Newf(mailerr.BadInput, "the messages are already in the Trash folder %s; only permanent deletion (which needs full access) removes them; nothing was changed", quote(folder))
+		}
+		m, err := moveUIDs(conn, folder, set, trash)
+		if err != nil {
+			return err
+		}
+		out = &Trashed{Folder: folder, TrashFolder: trash, Messages: m.Messages}
+		return nil
+	})
+	return out, err
+}
+
+// trashFolder names the Trash folder: the configured one (which must
+// exist), else the one found.
+func (c *Client) trashFolder(cl *imapclient.Client) (string, error) {
+	if name := c.cfg.TrashFolder; name != "" {
+		if err := destinationExists(cl, normFolder(name)); err != nil {
+			return "", mailerr.Newf(mailerr.NotFound, "the Trash folder %s (TRASH_FOLDER) does not exist; nothing was changed", quote(name))
+		}
+		return normFolder(name), nil
+	}
+	name, err := findSpecial(cl, imap.MailboxAttrTrash, trashNames)
+	if err != nil {
+		return "", err
+	}
+	if name == "" {
+		return "", mailerr.New(mailerr.NotFound, "the mailbox has no Trash folder (none marked \\Trash and none with a usual name); the operator can name one with TRASH_FOLDER; nothing was changed")
+	}
+	return name, nil
+}
+
+// moveUIDs moves set from folder to the existing folder to on conn.
+func moveUIDs(conn *Conn, folder string, set []imap.UID, to string) (*Moved, error) {
+	cl := conn.client()
+	caps := cl.Caps()
+	if !caps.Has(imap.CapMove) && !caps.Has(imap.CapUIDPlus) {
+		return nil, mailerr.New(mailerr.Permanent, "the mail server offers neither MOVE nor UIDPLUS, so messages cannot be moved without also deleting others marked \\Deleted; nothing was moved")
+	}
+	if _, err := conn.openRW(folder); err != nil {
+		return nil, err
+	}
+	if err := checkPresent(cl, folder, set); err != nil {
+		return nil, err
+	}
+	uidSet := imap.UIDSetNum(set...)
+	var src, dst imap.NumSet
+	if caps.Has(imap.CapMove) {
+		data, err := cl.Move(uidSet, to).Wait()
+		if err != nil {
+			return nil, moveError(err, folder, to)
+		}
+		src, dst = data.SourceUIDs, data.DestUIDs
+	} else {
+		data, err := cl.Copy(uidSet, to).Wait()
+		if err != nil {
+			return nil, moveError(err, folder, to)
+		}
+		src, dst = data.SourceUIDs, data.DestUIDs
+		if err := deleteExactly(cl, uidSet); err != nil {
+			return nil, mailerr.Wrap(mailerr.KindOf(imapError(err, folder)), err,
+				fmt.Sprintf("the messages were copied to %s but could not be removed from %s; they are in both folders now", quote(to), quote(folder)))
+		}
+	}
+	newUIDs := pairUIDs(src, dst)
+	out := &Moved{Folder: folder, ToFolder: to, Messages: make([]MovedUID, len(set))}
+	for i, u := range set {
+		out.Messages[i] = MovedUID{UID: uint32(u), NewUID: uint32(newUIDs[u])}
+	}
+	return out, nil
+}
+
+// moveError classifies a failed MOVE or COPY: a NO about the destination
+// (TRYCREATE) names it; anything else is about the source.
+func moveError(err error, folder, to string) error {
+	var ie *imap.Error
+	if asIMAP(err, &ie) && (ie.Code == imap.ResponseCodeTryCreate || ie.Code == imap.ResponseCodeNonExistent) {
+		return imapError(err, to)
+	}
+	return imapError(err, folder)
+}
+
+// expungeUIDs deletes set from folder for good: UID STORE \Deleted, then
+// UID EXPUNGE of exactly set.
+func expungeUIDs(conn *Conn, folder string, set []imap.UID) error {
+	cl := conn.client()
+	if !cl.Caps().Has(imap.CapUIDPlus) {
+		return mailerr.New(mailerr.Permanent, "the mail server does not offer UIDPLUS, so messages cannot be deleted without also deleting others marked \\Deleted; nothing was deleted")
+	}
+	if _, err := conn.openRW(folder); err != nil {
+		return err
+	}
+	if err := checkPresent(cl, folder, set); err != nil {
+		return err
+	}
+	if err := deleteExactly(cl, imap.UIDSetNum(set...)); err != nil {
+		return imapError(err, folder)
+	}
+	return nil
+}
+
+// deleteExactly marks set \Deleted and expunges exactly set (UIDPLUS).
+func deleteExactly(cl *imapclient.Client, set imap.UIDSet) error {
+	if err := cl.Store(set, &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagDeleted}}, nil).Close(); err != nil {
+		return err
+	}
+	return cl.UIDExpunge(set).Close()
+}
+
+// destinationExists checks that folder exists and can hold messages
+// (STATUS answers for it).
+func destinationExists(cl *imapclient.Client, folder string) error {
+	if _, err := cl.Status(folder, &imap.StatusOptions{NumMessages: true}).Wait(); err != nil {
+		if e := imapError(err, folder); mailerr.KindOf(e) != mailerr.NotFound {
+			return e
+		}
+		return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist or cannot hold messages; nothing was changed").About(mailerr.SubjectFolder)
+	}
+	return nil
+}
+
+// openRW selects folder read-write for a change and returns its permanent
+// flags (nil: the server did not say, so all flags are permanent). On a
+// connection that has it selected already, a NOOP first brings Dovecot's
+// view up to date (examineFresh says why): a message that has just arrived
+// must not count as missing.
+func (conn *Conn) openRW(folder string) ([]imap.Flag, error) {
+	cl := conn.client()
+	if cl.Mailbox() != nil && conn.selected == folder && conn.selectedRW {
+		if err := cl.Noop().Wait(); err != nil {
+			return nil, imapError(err, folder)
+		}
+		if mb := cl.Mailbox(); mb != nil && mb.Name == folder {
+			return mb.PermanentFlags, nil
+		}
+	}
+	data, err := conn.sel(folder, false)
+	if err != nil {
+		return nil, err
+	}
+	return data.PermanentFlags, nil
+}
+
+// checkPresent refuses set unless every UID is in the selected folder.
+func checkPresent(cl *imapclient.Client, folder string, set []imap.UID) error {
+	have, err := flagsOfUIDs(cl, folder, set)
+	if err != nil {
+		return err
+	}
+	var missing []imap.UID
+	for _, u := range set {
+		if _, ok := have[u]; !ok {
+			missing = append(missing, u)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	return mailerr.Newf(mailerr.NotFound, "folder %s has no message with %s (moved or deleted, or never there); nothing was changed", quote(folder), uidList(missing)).About(mailerr.SubjectMessage)
+}
+
+// flagsOfUIDs returns the flags of the messages of set that are in the
+// selected folder.
+func flagsOfUIDs(cl *imapclient.Client, folder string, set []imap.UID) (map[imap.UID][]imap.Flag, error) {
+	bufs, err := cl.Fetch(imap.UIDSetNum(set...), &imap.FetchOptions{UID: true, Flags: true}).Collect()
+	if err != nil {
+		return nil, imapError(err, folder)
+	}
+	out := make(map[imap.UID][]imap.Flag, len(bufs))
+	for _, b := range bufs {
+		// Unsolicited FETCH answers about other messages may come along.
+		if _, wanted := slices.BinarySearch(set, b.UID); wanted {
+			out[b.UID] = b.Flags
+		}
+	}
+	return out, nil
+}
+
+// uidList names UIDs for a sentence: "UID 7", "UIDs 7, 9 and 12", and at
+// most 20 of them.
+func uidList(uids []imap.UID) string {
+	const most = 20
+	s := make([]string, 0, min(len(uids), most))
+	for _, u := range uids[:min(len(uids), most)] {
+		s = append(s, fmt.Sprint(u))
+	}
+	switch {
+	case len(uids) == 1:
+		return "UID " + s[0]
+	case len(uids) > most:
+		return fmt.Sprintf("UIDs %s and %d more", strings.Join(s, ", "), len(uids)-most)
+	}
+	return "UIDs " + strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
+
+// checkUIDs returns uids sorted, without duplicates, or says what is wrong.
+func checkUIDs(uids []uint32) ([]imap.UID, error) {
+	if len(uids) == 0 {
+		return nil, mailerr.New(mailerr.BadInput, "uids must list at least one message UID")
+	}
+	if len(uids) > MaxUIDs {
+		return nil, mailerr.Newf(mailerr.BadInput, "uids may list at most %d messages at a time (got %d)", MaxUIDs, len(uids))
+	}
+	out := make([]imap.UID, 0, len(uids))
+	for _, u := range uids {
+		if u == 0 {
+			return nil, mailerr.New(mailerr.BadInput, "uids must be positive message UIDs (got 0)")
+		}
+		out = append(out, imap.UID(u))
+	}
+	slices.Sort(out)
+	return slices.Compact(out), nil
+}
+
+// pairUIDs maps source to destination UIDs from a COPYUID answer, whose two
+// sets list the messages in the same order (RFC 4315); nil when the server
+// gave none or they do not match.
+func pairUIDs(src, dst imap.NumSet) map[imap.UID]imap.UID {
+	s, ok1 := src.(imap.UIDSet)
+	d, ok2 := dst.(imap.UIDSet)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	a, ok1 := s.Nums()
+	b, ok2 := d.Nums()
+	if !ok1 || !ok2 || len(a) != len(b) || len(a) == 0 {
+		return nil
+	}
+	out := make(map[imap.UID]imap.UID, len(a))
+	for i := range a {
+		out[a[i]] = b[i]
+	}
+	return out
+}
+
+// parseFlagChange turns the flags to add and remove into IMAP flags,
+// refusing a flag that is in both.
+func parseFlagChange(add, remove []string) (addFlags, removeFlags []imap.Flag, err error) {
+	if len(add) == 0 && len(remove) == 0 {
+		return nil, nil, mailerr.New(mailerr.BadInput, "give at least one flag in add or remove; nothing was changed")
+	}
+	if addFlags, err = parseFlags(add); err != nil {
+		return nil, nil, err
+	}
+	if removeFlags, err = parseFlags(remove); err != nil {
+		return nil, nil, err
+	}
+	for _, a := range addFlags {
+		for _, r := range removeFlags {
+			if strings.EqualFold(string(a), string(r)) {
+				return nil, nil, mailerr.Newf(mailerr.BadInput, "%s is both in add and in remove; nothing was changed", flagName(a))
+			}
+		}
+	}
+	return addFlags, removeFlags, nil
+}
+
+// parseFlags parses a list of flags, dropping repeats (IMAP compares
+// keywords without regard to case).
+func parseFlags(names []string) ([]imap.Flag, error) {
+	var out []imap.Flag
+	for _, n := range names {
+		f, err := parseFlag(n)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(out, func(g imap.Flag) bool { return strings.EqualFold(string(f), string(g)) }) {
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// settable are the system flags SetFlags changes, by lower-case name
+// without the backslash.
+var settable = map[string]imap.Flag{"seen": imap.FlagSeen, "flagged": imap.FlagFlagged, "answered": imap.FlagAnswered}
+
+// parseFlag reads one flag: seen, flagged, answered (any case, with or
+// without the backslash), or a keyword.
+func parseFlag(s string) (imap.Flag, error) {
+	name := strings.ToLower(strings.TrimPrefix(s, `\`))
+	if f, ok := settable[name]; ok {
+		return f, nil
+	}
+	switch name {
+	case "deleted":
+		return "", mailerr.Newf(mailerr.BadInput, "%q cannot be set or cleared here: deleting messages is a separate operation; nothing was changed", s)
+	case "draft", "recent":
+		return "", mailerr.Newf(mailerr.BadInput, "%q cannot be set or cleared here (only seen, flagged, answered and keywords); nothing was changed", s)
+	}
+	if strings.HasPrefix(s, `\`) {
+		return "", mailerr.Newf(mailerr.BadInput, "%q is not a flag that can be changed: the system flags are seen, flagged and answered, and a keyword cannot start with a backslash; nothing was changed", s)
+	}
+	if err := CheckKeyword(s); err != nil {
+		return "", err
+	}
+	return imap.Flag(s), nil
+}
+
+// CheckKeyword refuses what IMAP does not accept as a keyword (an atom, RFC
+// 3501): it must be 1 to 64 printable ASCII characters without spaces and
+// without ( ) { % * " \ ].
+func CheckKeyword(k string) error {
+	switch {
+	case k == "":
+		return mailerr.New(mailerr.BadInput, "a keyword must not be empty; nothing was changed")
+	case len(k) > maxKeywordLen:
+		return mailerr.Newf(mailerr.BadInput, "keyword %q is longer than %d characters; nothing was changed", k, maxKeywordLen)
+	}
+	for _, r := range k {
+		switch {
+		case r > 0x7e:
+			return mailerr.Newf(mailerr.BadInput, "keyword %q has a character outside ASCII (%q), which IMAP does not allow in a keyword; nothing was changed", k, r)
+		case r <= ' ':
+			return mailerr.Newf(mailerr.BadInput, "keyword %q contains a space or control character, which IMAP does not allow in a keyword; nothing was changed", k)
+		case strings.ContainsRune(`(){%*"\]`, r):
+			return mailerr.Newf(mailerr.BadInput, "keyword %q contains %q, which IMAP does not allow in a keyword (nor any of ( ) { %% * \" \\ ]); nothing was changed", k, r)
+		}
+	}
+	return nil
+}
+
+// newKeyword returns the first keyword of add that the folder cannot take,
+// by its PERMANENTFLAGS: a keyword it lists, or any with \*, is fine.
+func newKeyword(perm []imap.Flag, add []imap.Flag) string {
+	if perm == nil || slices.Contains(perm, imap.FlagWildcard) {
+		return ""
+	}
+	for _, f := range add {
+		if strings.HasPrefix(string(f), `\`) {
+			continue
+		}
+		if !slices.ContainsFunc(perm, func(p imap.Flag) bool { return strings.EqualFold(string(p), string(f)) }) {
+			return string(f)
+		}
+	}
+	return ""
+}
+
+// flagName is how a sentence names a flag: "seen", or the keyword.
+func flagName(f imap.Flag) string {
+	if strings.HasPrefix(string(f), `\`) {
+		return strings.ToLower(strings.TrimPrefix(string(f), `\`))
+	}
+	return fmt.Sprintf("%q", string(f))
+}
