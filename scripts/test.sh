@@ -80,7 +80,7 @@ if command -v npm >/dev/null && command -v node >/dev/null; then
   # that it never shadows the machine's node for mcp-remote. Elsewhere the
   # test uses a node on PATH that is new enough, or skips.
   if [ "$(uname -sm)" = "Linux x86_64" ]; then
-    step "npm ci (tests/clients/node22: Node 22 for the MCP Inspector)"
+    step "npm ci (tests/clients/node22: Node 22 for the MCP Inspector and the conformance suite)"
     if ! (cd tests/clients/node22 && npm ci --no-audit --no-fund --loglevel=error); then
       echo "FAIL: npm ci in tests/clients/node22"
       npm_failed=1

@@ -3,9 +3,9 @@
 // what a real client sees (argument errors, for instance).
 //
 // Input (JSON on stdin):
-//   { "url": "...", "headers": {...}, "calls": [ { "name": "...", "arguments": {...} }, ... ] }
+//   { "url": "...", "headers": {...}, "list": false, "calls": [ { "name": "...", "arguments": {...} }, ... ] }
 // Output (JSON on stdout):
-//   { results: [ { isError, text, structured } | { protocolError: "..." } ] }
+//   { tools: [names] (with list: true), results: [ { isError, text, structured, resources? } | { protocolError: "..." } ] }
 
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -21,7 +21,9 @@ async function main() {
   const client = new Client({ name: "mailbox-mcp-tests (typescript-sdk calls)", version: "1" });
   await client.connect(transport);
   const results = [];
+  let tools;
   try {
+    if (input.list) tools = (await client.listTools()).tools.map((t) => t.name);
     for (const c of input.calls) {
       try {
         results.push(summarize(await client.callTool({ name: c.name, arguments: c.arguments })));
@@ -32,7 +34,7 @@ async function main() {
   } finally {
     await client.close();
   }
-  return { results };
+  return { ...(tools ? { tools } : {}), results };
 }
 
 main().then(

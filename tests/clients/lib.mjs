@@ -1,6 +1,7 @@
 // Shared helpers of the client scripts: reading the test's input, and
 // choosing harmless arguments for each tool the gateway lists.
 
+import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 
 // readInput returns the JSON object the Go test writes on standard input.
@@ -106,15 +107,29 @@ function sendValue(name, schema, ctx) {
   return undefined;
 }
 
-// summary keeps what the Go test asserts on from a tools/call result.
+// summary keeps what the Go test asserts on from a tools/call result:
+// the text, the structured result, and each embedded resource's URI,
+// media type, decoded size and SHA-256 (the bytes themselves stay here).
 export function summarize(result) {
   const text = (result.content ?? [])
     .filter((c) => c.type === "text")
     .map((c) => c.text)
     .join("");
+  const resources = (result.content ?? [])
+    .filter((c) => c.type === "resource" && typeof c.resource?.blob === "string")
+    .map((c) => {
+      const bytes = Buffer.from(c.resource.blob, "base64");
+      return {
+        uri: c.resource.uri,
+        mimeType: c.resource.mimeType ?? "",
+        size: bytes.length,
+        sha256: createHash("sha256").update(bytes).digest("hex"),
+      };
+    });
   return {
     isError: result.isError === true,
     text: text.length > 2000 ? text.slice(0, 2000) + "…" : text,
     structured: result.structuredContent ?? null,
+    ...(resources.length > 0 ? { resources } : {}),
   };
 }
