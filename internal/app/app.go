@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/agents"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/buildinfo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
@@ -97,6 +98,9 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 			TLS: smtpTLS, Timeout: cfg.SMTPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
 			Guard: limits,
 		}, log)
+	}
+	if cfg.AgentsEnabled() {
+		deps.Agents = agents.New(agents.Config{Root: cfg.AgentsFolder}, mb)
 	}
 	// Drafts need no SMTP server: the outbox exists without one, and only
 	// sending is off (Outbox.CanSend).

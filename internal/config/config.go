@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/caarlos0/env/v11"
 
@@ -62,6 +63,8 @@ type Config struct {
 	SentFolder         string   `env:"SENT_FOLDER" desc:"folder that receives the copy of sent mail; empty finds it (SPECIAL-USE \\Sent, then common names); none saves no copy (for servers that file sent mail themselves, such as Gmail)"`
 
 	MailboxAccess string `env:"MAILBOX_ACCESS" envDefault:"read" desc:"what the tools may change in a mailbox: read (look, mark what is read as seen, reply), organize (also flags, move, trash, folders, drafts) or full (also delete for good); a token can narrow it, never widen it"`
+	Agents        string `env:"AGENTS" envDefault:"on" desc:"on: the agent_ tools, for several agents working in one mailbox, each with a folder of its own under AGENTS_FOLDER; off removes them"`
+	AgentsFolder  string `env:"AGENTS_FOLDER" envDefault:"Agents" desc:"the folder holding one folder per agent (Agents/backend, Agents/frontend), created on first use"`
 	PublicURL     string `env:"PUBLIC_URL" desc:"the gateway's external base URL (https://mail-mcp.example.com), used in the attachment download links it hands out; empty derives it from each request's Host (and X-Forwarded-Proto from TRUSTED_PROXIES)"`
 
 	MailCAFile         string `env:"MAIL_CA_FILE" desc:"PEM file of extra CA certificates to trust for the IMAP and SMTP servers (self-signed servers)"`
@@ -233,6 +236,12 @@ func (c *Config) validate(vars map[string]string) []string {
 	}
 	if _, err := access.Parse(c.MailboxAccess); err != nil {
 		bad("MAILBOX_ACCESS", "%v", err)
+	}
+	if a := strings.ToLower(c.Agents); a != "on" && a != "off" {
+		bad("AGENTS", "expected on or off, got %q", c.Agents)
+	}
+	if f := strings.TrimSpace(c.AgentsFolder); f == "" || strings.ContainsAny(f, "*%") || strings.ContainsFunc(f, unicode.IsControl) || strings.EqualFold(f, "INBOX") {
+		bad("AGENTS_FOLDER", "expected a folder name without * or %% (and not INBOX), got %q", c.AgentsFolder)
 	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
@@ -481,6 +490,9 @@ func (c *Config) Access() access.Level {
 	}
 	return l
 }
+
+// AgentsEnabled reports whether the agent_ tools are offered (AGENTS).
+func (c *Config) AgentsEnabled() bool { return strings.EqualFold(c.Agents, "on") }
 
 // SMTPEnabled reports whether the smtp_ tools are offered.
 func (c *Config) SMTPEnabled() bool { return c.SMTPHost != "" }

@@ -25,6 +25,10 @@ type Credentials struct {
 	// Scope is what the caller's token narrows the operator's permissions
 	// to; zero for credentials from headers.
 	Scope access.Scope
+	// Agent is the caller's agent name within the mailbox ("" for none):
+	// from the x-mailbox-agent header, ?agent= on the MCP URL, or sealed
+	// in the token. Checked where it is used (agents.CheckName).
+	Agent string
 }
 
 // New makes Credentials from a user name and a password.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
@@ -21,6 +22,9 @@ type Client struct {
 	cfg  Config
 	pool *pool.Pool[*Conn]
 	log  *slog.Logger
+	// delim is the server's hierarchy delimiter once delimKnown (Delimiter).
+	delim      atomic.Int32
+	delimKnown atomic.Bool
 }
 
 // New makes a Client. Close it to log out of every pooled connection.

@@ -26,6 +26,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/agents"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
@@ -41,6 +42,8 @@ const DefaultCallTimeout = 60 * time.Second
 type Deps struct {
 	Sealer  *credentials.Sealer
 	Mailbox *mailbox.Client
+	// Agents runs the agent_ tools (nil: AGENTS=off, they are not listed).
+	Agents *agents.Service
 	// Outbox saves drafts and sends mail; without an SMTP server
 	// (Outbox.CanSend false, or nil) the sending tools are not listed.
 	Outbox *outbox.Outbox
@@ -97,6 +100,8 @@ type Def[A, R any] struct {
 	Access access.Level
 	// Sends marks a tool that needs SMTP: listed only when sending is on.
 	Sends bool
+	// Agents marks an agent_ tool: listed only when AGENTS is on.
+	Agents bool
 	// OwnCredentials marks a tool that resolves credentials itself
 	// (imap_encrypt_credentials): the adapter neither requires them nor
 	// adds the credentials argument.
@@ -129,6 +134,20 @@ type Call struct {
 	// Limit is the call's deadline, counted from its start.
 	Limit time.Duration
 	tool  string
+}
+
+// Agent is the caller's agent name (the x-mailbox-agent header, ?agent= on
+// the MCP URL, or the one sealed in the token), "" when it has none, and
+// an error when the name given is not one.
+func (c *Call) Agent() (string, error) {
+	name := c.Creds.Agent
+	if name == "" {
+		return "", nil
+	}
+	if err := agents.CheckName(name); err != nil {
+		return "", mailerr.New(mailerr.BadInput, "the caller's agent name (x-mailbox-agent header, ?agent= on the MCP URL, or the token's) is not valid: "+mailerr.Message(err))
+	}
+	return name, nil
 }
 
 // Require refuses the call unless the caller may make changes of level:
@@ -179,7 +198,9 @@ type definition interface {
 	bind(d *Deps) Tool
 }
 
-func (t Def[A, R]) enabled(d *Deps) bool { return !t.Sends || d.Outbox.CanSend() }
+func (t Def[A, R]) enabled(d *Deps) bool {
+	return (!t.Sends || d.Outbox.CanSend()) && (!t.Agents || d.Agents != nil)
+}
 
 func (t Def[A, R]) bind(d *Deps) Tool {
 	invoke := func(ctx context.Context, raw any, progress ProgressFunc) Outcome {

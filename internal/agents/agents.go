@@ -1,0 +1,111 @@
+// Package agents is many agents working inside one mailbox: each has a
+// name and a folder of its own under one root (Agents/NAME), messages
+// between them are APPENDed straight into the recipient's folder (no SMTP,
+// any IMAP server), and they share a directory, conversations, status
+// lines and a small key/value state kept in the mailbox itself (IMAP
+// METADATA where the server has it). Nothing is stored on the gateway.
+// It composes the mailbox package's operations; it never talks MCP.
+package agents
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+)
+
+// DefaultRoot is the folder the agents' folders live in (AGENTS_FOLDER).
+const DefaultRoot = "Agents"
+
+// MaxStateBytes is the largest value agent state holds for one key.
+const MaxStateBytes = 64 << 10
+
+// namePattern is an agent name: lower-case letters, digits, '.', '_' and
+// '-', 1 to 40 characters. A leading '.' is reserved for the gateway's own
+// folders (.state).
+var namePattern = regexp.MustCompile(`^[a-z0-9_-][a-z0-9._-]{0,39}$`)
+
+// CheckName refuses what is not an agent name, with a sentence saying
+// what one is; what names the value (the header, the argument) is the
+// caller's to add.
+func CheckName(name string) error {
+	if namePattern.MatchString(name) {
+		return nil
+	}
+	return mailerr.New(mailerr.BadInput, "an agent name is 1 to 40 lower-case letters, digits, '.', '_' and '-', not starting with '.' (e.g. backend, frontend-2, planner.v1)")
+}
+
+// dotInFolder stands for '.' in folder names: Dovecot's Maildir++ layout
+// refuses '.' in a folder name whatever the delimiter, and where '.' is
+// the delimiter it would make a subfolder. U+2024 ONE DOT LEADER looks
+// the same in a mail app and maps back exactly.
+const dotInFolder = '\u2024'
+
+// Config is the agents' settings.
+type Config struct {
+	// Root is the folder holding every agent's folder (default Agents).
+	Root string
+}
+
+// Service runs the agent operations over a mailbox client.
+type Service struct {
+	cfg Config
+	mb  *mailbox.Client
+}
+
+// New makes a Service.
+func New(cfg Config, mb *mailbox.Client) *Service {
+	if strings.TrimSpace(cfg.Root) == "" {
+		cfg.Root = DefaultRoot
+	}
+	return &Service{cfg: cfg, mb: mb}
+}
+
+// Root is the folder holding the agents' folders.
+func (s *Service) Root() string { return s.cfg.Root }
+
+// FolderOf is the folder of agent name on a server with delimiter delim.
+// A flat server (delim 0) gets "Root-name".
+func (s *Service) FolderOf(delim rune, name string) string {
+	sep := "-"
+	if delim != 0 {
+		sep = string(delim)
+	}
+	return s.cfg.Root + sep + strings.ReplaceAll(name, ".", string(dotInFolder))
+}
+
+// NameOf is the agent whose folder is folder, if it is one.
+func (s *Service) NameOf(delim rune, folder string) (string, bool) {
+	sep := "-"
+	if delim != 0 {
+		sep = string(delim)
+	}
+	rest, ok := strings.CutPrefix(folder, s.cfg.Root+sep)
+	if !ok {
+		return "", false
+	}
+	name := strings.ReplaceAll(rest, string(dotInFolder), ".")
+	if CheckName(name) != nil {
+		return "", false
+	}
+	return name, true
+}
+
+// Folder returns the folder of agent name for creds, creating it when it
+// does not exist yet (created says so): mail for an agent waits for it
+// even before it first comes.
+func (s *Service) Folder(ctx context.Context, creds credentials.Credentials, name string) (folder string, created bool, err error) {
+	if err := CheckName(name); err != nil {
+		return "", false, err
+	}
+	delim, err := s.mb.Delimiter(ctx, creds)
+	if err != nil {
+		return "", false, err
+	}
+	folder = s.FolderOf(delim, name)
+	created, err = s.mb.EnsureFolder(ctx, creds, folder)
+	return folder, created, err
+}
