@@ -256,7 +256,9 @@ func SanitizeLine(s string) string {
 		}
 		b.WriteRune(r)
 	}
-	return b.String()
+	// Joining lines can make a fence out of pieces on either side of a
+	// line break ("MA1L-x" and ">>"): neutralise again.
+	return NeutralizeFences(b.String())
 }
 
 // isCleanLine reports whether s has no white space other than single ASCII
