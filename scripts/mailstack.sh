@@ -62,6 +62,10 @@
 #                          also run Dovecot's own submission server (2587
 #                          STARTTLS, 2465 TLS); it relays into Postfix's MX port
 #   MAILSTACK_SEED         RNG seed for `seed` (default 1) - output is repeatable
+#   MAILSTACK_METADATA=1   IMAP METADATA (RFC 5464): mail_attribute_dict =
+#                          file:%h/dovecot-attributes and imap_metadata = yes;
+#                          Dovecot then advertises METADATA (never
+#                          METADATA-SERVER). Default off.
 #
 # After `start`, DIR/mailstack.env holds KEY=VALUE lines (ports, PIDs, users,
 # CA file) for tests to read. DIR/etc/cert.pem is a self-signed cert for
@@ -81,6 +85,7 @@ MX_PORT=$((1025 + OFF))
 DC_SUBMISSION_PORT=$((2587 + OFF))
 DC_SUBMISSIONS_PORT=$((2465 + OFF))
 DC_SUBMISSION=${MAILSTACK_DOVECOT_SUBMISSION:-0}
+METADATA=${MAILSTACK_METADATA:-0}
 MAIL_UID=${MAILSTACK_UID:-5000}
 USERS=${MAILSTACK_USERS:-"alice@example.test:alicepw bob@example.test:bobpw"}
 HOSTNAME_FQDN=mail.example.test
@@ -297,6 +302,15 @@ service submission-login {
 submission_relay_host = 127.0.0.1
 submission_relay_port = $MX_PORT
 submission_relay_trusted = yes
+EOS
+fi)
+$(if [ "$METADATA" = 1 ]; then cat <<'EOS'
+# IMAP METADATA (RFC 5464): entries are kept in one file per user, which
+# the file dict rewrites whole on every change
+mail_attribute_dict = file:%h/dovecot-attributes
+protocol imap {
+  imap_metadata = yes
+}
 EOS
 fi)
 service anvil {

@@ -73,6 +73,17 @@ func TestBadArgumentsThroughTypeScriptSDK(t *testing.T) {
 		{call{"smtp_forward_email", map[string]any{"uid": 3}}, "no recipients: give at least one address in to, cc or bcc"},
 		{call{"imap_save_draft", map[string]any{"to": "bob@example.test"}}, `to must be a list (got "bob@example.test")`},
 		{call{"smtp_send_draft", map[string]any{"uid": 0}}, "uid must be between 1 and 4294967295 (got 0)"},
+		{call{"agent_send", map[string]any{"to": "frontend", "text": "x"}}, `to must be a list (got "frontend")`},
+		{call{"agent_send", map[string]any{"to": []any{"frontend"}}}, "text is required"},
+		{call{"agent_list", map[string]any{"folder": "Agents"}}, `unknown argument "folder": this tool takes no arguments`},
+		{call{"agent_set_status", map[string]any{"state": "busy"}}, `unknown argument "state"; the arguments are: status`},
+		{call{"agent_create_conversation", map[string]any{"name": "Release"}}, "participants is required"},
+		{call{"agent_list_conversations", map[string]any{"limit": 3}}, `unknown argument "limit": this tool takes no arguments`},
+		{call{"agent_leave_conversation", map[string]any{}}, "conversation is required"},
+		{call{"agent_history", map[string]any{"conversation": "conv-x", "limit": 500}}, "limit must be between 1 and 200 (got 500)"},
+		{call{"agent_set_state", map[string]any{"key": "build/status"}}, "value is required"},
+		{call{"agent_get_state", map[string]any{"keys": "build/"}}, `unknown argument "keys"; did you mean "key"?`},
+		{call{"agent_prune", map[string]any{"older_than_days": 0}}, "older_than_days must be between 1 and 3650 (got 0)"},
 	}
 	var calls []call
 	for _, c := range cases {

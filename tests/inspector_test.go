@@ -43,11 +43,15 @@ import (
 
 // defaultTools is what the gateway lists with SMTP configured, at the
 // default access level (read).
-var defaultTools = slices.Concat(readTools, []string{"imap_get_attachment", "smtp_send_email", "smtp_reply_email", "smtp_forward_email"})
+var defaultTools = slices.Concat(readTools, []string{"imap_get_attachment", "smtp_send_email", "smtp_reply_email", "smtp_forward_email"}, agentTools)
+
+// agentTools are the agent_ tools at the default access level (AGENTS=on).
+var agentTools = []string{"agent_send", "agent_list", "agent_set_status", "agent_create_conversation", "agent_list_conversations",
+	"agent_leave_conversation", "agent_history", "agent_set_state", "agent_get_state"}
 
 // allTools is what it lists with SMTP configured and MAILBOX_ACCESS=full.
 var allTools = slices.Concat(defaultTools, []string{"imap_set_flags", "imap_move_emails", "imap_trash_emails",
-	"imap_create_folder", "imap_rename_folder", "imap_delete_folder", "imap_save_draft", "smtp_send_draft"})
+	"imap_create_folder", "imap_rename_folder", "imap_delete_folder", "imap_save_draft", "smtp_send_draft", "agent_prune"})
 
 // skipOrFail skips the test, or fails it when CI=true: CI must run it.
 func skipOrFail(t *testing.T, format string, args ...any) {

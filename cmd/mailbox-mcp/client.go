@@ -11,12 +11,14 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/buildinfo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 )
 
 // The client commands call a running gateway's REST mirror (/v1/), for
@@ -48,6 +50,7 @@ Environment:
                  the local gateway, http://127.0.0.1:$PORT, PORT 3000)
   MAILBOX_TOKEN  a credentials token (from 'mailbox-mcp token'); or else
   IMAP_USER, IMAP_PASS  the mailbox login
+  MAILBOX_AGENT  the agent of the mailbox to act as (like --agent)
 
 Output: the text an MCP client sees, or with --json the structured result
 (one JSON object; see /v1/openapi.json for its schema). Errors go to stderr.
@@ -79,6 +82,15 @@ type clientCommand struct {
 	flags      []clientFlag
 	// nothing reports a result that found nothing: exit status 1.
 	nothing func(result map[string]any) bool
+	// prepare, when set, reads the positional arguments into the call
+	// (method, path, arguments) instead of positional.
+	prepare func(c *clientCall, positional []string, stdin io.Reader) error
+}
+
+// clientCall is one call to the gateway being prepared.
+type clientCall struct {
+	method, path string
+	args         map[string]any
 }
 
 var (
@@ -90,7 +102,7 @@ var (
 var clientCommands = map[string]clientCommand{
 	"send": {
 		method: http.MethodPost, path: "/v1/send",
-		summary: "Send an email. --text - reads the body from standard input.",
+		summary: "Send an email. --text - reads the body from standard input.\nWith --agent NAME (or MAILBOX_AGENT), a message to other agents of the mailbox\ninstead: --to their names ('*' for all), --subject, --text, --tag, --conversation.",
 		flags: []clientFlag{
 			{"to", "to", argList, "recipient (repeat for several)"},
 			{"cc", "cc", argList, "carbon-copy recipient (repeatable)"},
@@ -101,7 +113,18 @@ var clientCommands = map[string]clientCommand{
 			{"from", "from", argString, `sender, "Name <user@example.com>" (default: the logged-in user)`},
 			{"reply-to", "reply_to", argList, "Reply-To address (repeatable)"},
 			{"tag", "tags", argList, "tag carried in the X-Mailbox-Tags header (repeatable)"},
+			{"conversation", "conversation", argString, "with --agent: continue this conversation (sent to all its participants)"},
 		},
+	},
+	"agents": {
+		method: http.MethodGet, path: "/v1/agents",
+		summary: "List the agents of this mailbox: unread and total messages, last activity,\nstatus line, and how many unread messages each has from you (with --agent).",
+	},
+	"state": {
+		method: http.MethodGet, path: "/v1/agents/state", positional: "get KEY | get --prefix P | set KEY JSON",
+		summary: "Read or set the state shared by the agents of this mailbox. 'state get KEY'\nprints one key, 'state get --prefix P' every key starting with P, 'state set\nKEY JSON' sets a key to a JSON value (- reads it from standard input).",
+		flags:   []clientFlag{{"prefix", "prefix", argString, "with get: every key starting with this"}},
+		prepare: prepareState,
 	},
 	"peek": {
 		method: http.MethodGet, path: "/v1/peek",
@@ -150,6 +173,47 @@ var clientCommands = map[string]clientCommand{
 	},
 }
 
+// agentSendFlags are the send flags that agent_send takes; the others
+// are for email.
+var agentSendFlags = []string{"to", "subject", "text", "tag", "conversation"}
+
+// prepareState reads "get KEY", "get" (with --prefix) or "set KEY JSON".
+func prepareState(c *clientCall, pos []string, stdin io.Reader) error {
+	if len(pos) == 0 {
+		return errors.New("expected get or set")
+	}
+	_, prefix := c.args["prefix"]
+	switch {
+	case pos[0] == "get" && len(pos) == 2 && !prefix:
+		c.args["key"] = pos[1]
+	case pos[0] == "get" && len(pos) == 1 && prefix:
+	case pos[0] == "get":
+		return errors.New("expected 'state get KEY' or 'state get --prefix P'")
+	case pos[0] == "set" && len(pos) == 3 && !prefix:
+		raw := pos[2]
+		if raw == "-" {
+			b, err := io.ReadAll(stdin)
+			if err != nil {
+				return fmt.Errorf("cannot read the value from standard input: %v", err)
+			}
+			raw = string(b)
+		}
+		dec := json.NewDecoder(strings.NewReader(raw))
+		dec.UseNumber()
+		var v any
+		if err := dec.Decode(&v); err != nil || dec.More() {
+			return errors.New(`the value must be JSON, e.g. '"text"', 42, '{"a":1}' (quote a string in JSON)`)
+		}
+		c.method, c.path = http.MethodPost, "/v1/agents/state"
+		c.args["key"], c.args["value"] = pos[1], v
+	case pos[0] == "set":
+		return errors.New("expected 'state set KEY JSON'")
+	default:
+		return fmt.Errorf("expected get or set, got %q", pos[0])
+	}
+	return nil
+}
+
 func noMessages(r map[string]any) bool {
 	list, ok := r["messages"].([]any)
 	return ok && len(list) == 0
@@ -177,6 +241,11 @@ func cmdClient(name string, args []string, stdin io.Reader, stdout, stderr io.Wr
 	env := config.ClientEnv()
 	base := fs.String("url", env.URL, "the gateway's URL (MAILBOX_URL)")
 	asJSON := fs.Bool("json", false, "print the structured result as JSON instead of text")
+	agentUsage := "act as this agent of the mailbox (MAILBOX_AGENT; sent as x-mailbox-agent): peek, check and wait default to its folder"
+	if name == "send" {
+		agentUsage += "; send goes to other agents by name (--to NAME, or --to '*' for all) instead of by email (--agent= sends email)"
+	}
+	agent := fs.String("agent", env.Agent, agentUsage)
 	values := map[string]any{}
 	for _, f := range cc.flags {
 		switch f.kind {
@@ -206,6 +275,7 @@ func cmdClient(name string, args []string, stdin io.Reader, stdout, stderr io.Wr
 	}
 	path := cc.path
 	switch {
+	case cc.prepare != nil:
 	case cc.positional != "" && len(positional) != 1:
 		return usageErr("expected one %s argument, got %d", cc.positional, len(positional))
 	case cc.positional == "" && len(positional) > 0:
@@ -217,9 +287,9 @@ func cmdClient(name string, args []string, stdin io.Reader, stdout, stderr io.Wr
 		}
 		path = strings.Replace(path, "{uid}", strconv.FormatUint(uid, 10), 1)
 	}
-	endpoint, err := gatewayURL(*base, path)
-	if err != nil {
-		return usageErr("%v", err)
+	env.Agent = strings.TrimSpace(*agent)
+	if env.Agent != "" && !credentials.ValidAgentName(env.Agent) {
+		return usageErr("--agent (or MAILBOX_AGENT) is not a valid agent name: %s", credentials.AgentNameRule)
 	}
 
 	// Only the flags given become arguments: the gateway has the defaults.
@@ -228,6 +298,26 @@ func cmdClient(name string, args []string, stdin io.Reader, stdout, stderr io.Wr
 	byName := map[string]clientFlag{}
 	for _, f := range cc.flags {
 		byName[f.name] = f
+	}
+	method := cc.method
+	if name == "send" && env.Agent != "" {
+		// From an agent, send is agent_send: by name, inside the mailbox.
+		path = "/v1/agents/send"
+		var email []string
+		fs.Visit(func(fl *flag.Flag) {
+			if _, ok := byName[fl.Name]; ok && !slices.Contains(agentSendFlags, fl.Name) {
+				email = append(email, "--"+fl.Name)
+			}
+		})
+		if len(email) > 0 {
+			return usageErr("%s is for email, and with --agent send goes to other agents (it takes --%s); give --agent= to send email", strings.Join(email, ", "), strings.Join(agentSendFlags, ", --"))
+		}
+	} else if name == "send" {
+		var conv bool
+		fs.Visit(func(fl *flag.Flag) { conv = conv || fl.Name == "conversation" })
+		if conv {
+			return usageErr("--conversation is for messages between agents: give --agent NAME (or MAILBOX_AGENT)")
+		}
 	}
 	fs.Visit(func(fl *flag.Flag) {
 		f, ok := byName[fl.Name]
@@ -260,6 +350,17 @@ func cmdClient(name string, args []string, stdin io.Reader, stdout, stderr io.Wr
 	if flagErr != nil {
 		return usageErr("%v", flagErr)
 	}
+	if cc.prepare != nil {
+		call := &clientCall{method: method, path: path, args: targs}
+		if err := cc.prepare(call, positional, stdin); err != nil {
+			return usageErr("%v", err)
+		}
+		method, path = call.method, call.path
+	}
+	endpoint, err := gatewayURL(*base, path)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	_, timeoutGiven := targs["timeout_s"]
 	limit := 5 * time.Minute
 	if name == "wait" && timeoutGiven {
@@ -268,7 +369,7 @@ func cmdClient(name string, args []string, stdin io.Reader, stdout, stderr io.Wr
 
 	ctx, cancel := signalContext()
 	defer cancel()
-	req, err := clientRequest(ctx, cc.method, endpoint, targs, env)
+	req, err := clientRequest(ctx, method, endpoint, targs, env)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -404,6 +505,9 @@ func clientRequest(ctx context.Context, method, endpoint string, args map[string
 	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "mailbox-mcp-cli/"+buildinfo.Version())
+	if env.Agent != "" {
+		req.Header.Set("X-Mailbox-Agent", env.Agent)
+	}
 	switch {
 	case env.Token != "":
 		req.Header.Set("X-Mailbox-Token", env.Token)

@@ -44,13 +44,17 @@ Usage:
   mailbox-mcp version        print the version
 
 Client of a running gateway (its REST mirror, /v1/; MAILBOX_URL, MAILBOX_TOKEN
-or IMAP_USER/IMAP_PASS; exit 0 found, 1 nothing, 2 usage, 3 unavailable, 4 refused):
-  mailbox-mcp send           send an email
+or IMAP_USER/IMAP_PASS; exit 0 found, 1 nothing, 2 usage, 3 unavailable, 4 refused;
+--agent NAME or MAILBOX_AGENT acts as one agent of the mailbox):
+  mailbox-mcp send           send an email (with --agent: a message to other agents)
   mailbox-mcp peek           count unread mail without changing anything
   mailbox-mcp check          take the unread messages (marks them read)
   mailbox-mcp wait           wait for a new message
   mailbox-mcp list           list or search a folder
   mailbox-mcp read UID       read one message
+  mailbox-mcp agents         list the agents of the mailbox
+  mailbox-mcp state get KEY | state get --prefix P | state set KEY JSON
+                             read or set the agents' shared state
 
 Run 'mailbox-mcp COMMAND --help' for a command's options.
 Configuration: see .env.example or docs/configuration.md.
@@ -79,7 +83,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return cmdToken(args, stdin, stdout, stderr)
 	case "healthcheck":
 		return cmdHealthcheck(args, stdout, stderr)
-	case "send", "peek", "check", "wait", "list", "read":
+	case "send", "peek", "check", "wait", "list", "read", "agents", "state":
 		return cmdClient(cmd, args, stdin, stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "mailbox-mcp", buildinfo.Version())
@@ -203,12 +207,19 @@ from standard input (first line) or, on a terminal, prompted for without echo.
 The token is printed on standard output; nothing is written anywhere else.
 It is not checked against the mail server (use imap_encrypt_credentials for that).
 -access and -send narrow what the token may do; a token never gets more than
-the gateway's MAILBOX_ACCESS allows.`, stderr)
+the gateway's MAILBOX_ACCESS allows. -agent binds the token to one agent of the
+mailbox: every call with it acts as that agent, and a request naming another
+agent (x-mailbox-agent, ?agent=) is refused.`, stderr)
 	user := fs.String("user", "", "mailbox user name, usually the email address (prompted for if empty)")
 	level := fs.String("access", "", "narrow the token to read, organize or full (empty: what the gateway allows)")
 	send := fs.Bool("send", true, "allow sending mail with the token (-send=false forbids it)")
+	agent := fs.String("agent", "", "bind the token to this agent name (lower-case letters, digits, '.', '_', '-'; 1 to 40)")
 	if code, stop := parse(fs, args); stop {
 		return code
+	}
+	if *agent != "" && !credentials.ValidAgentName(*agent) {
+		fmt.Fprintln(stderr, "mailbox-mcp token: -agent:", credentials.AgentNameRule)
+		return exitConfig
 	}
 	scope := access.Scope{NoSend: !*send}
 	if *level != "" {
@@ -267,6 +278,7 @@ the gateway's MAILBOX_ACCESS allows.`, stderr)
 	}
 	creds := credentials.New(*user, pass)
 	creds.Scope = scope
+	creds.Agent = *agent
 	tok, err := sealer.Seal(creds)
 	if err != nil {
 		fmt.Fprintln(stderr, "mailbox-mcp token:", err)

@@ -9,7 +9,6 @@ package agents
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
@@ -23,19 +22,16 @@ const DefaultRoot = "Agents"
 // MaxStateBytes is the largest value agent state holds for one key.
 const MaxStateBytes = 64 << 10
 
-// namePattern is an agent name: lower-case letters, digits, '.', '_' and
-// '-', 1 to 40 characters. A leading '.' is reserved for the gateway's own
-// folders (.state).
-var namePattern = regexp.MustCompile(`^[a-z0-9_-][a-z0-9._-]{0,39}$`)
-
-// CheckName refuses what is not an agent name, with a sentence saying
-// what one is; what names the value (the header, the argument) is the
-// caller's to add.
+// CheckName refuses what is not an agent name (credentials.ValidAgentName:
+// lower-case letters, digits, '.', '_' and '-', 1 to 40 characters, no
+// leading '.', which is reserved for the gateway's own folders), with a
+// sentence saying what one is; what names the value (the header, the
+// argument) is the caller's to add.
 func CheckName(name string) error {
-	if namePattern.MatchString(name) {
+	if credentials.ValidAgentName(name) {
 		return nil
 	}
-	return mailerr.New(mailerr.BadInput, "an agent name is 1 to 40 lower-case letters, digits, '.', '_' and '-', not starting with '.' (e.g. backend, frontend-2, planner.v1)")
+	return mailerr.New(mailerr.BadInput, credentials.AgentNameRule)
 }
 
 // dotInFolder stands for '.' in folder names: Dovecot's Maildir++ layout

@@ -32,6 +32,18 @@ var restRoutes = []rest.Route{
 	{Method: http.MethodPost, Path: "/v1/folders/delete", Tools: []string{"imap_delete_folder"}, Summary: "Delete a folder"},
 	{Method: http.MethodPost, Path: "/v1/drafts", Tools: []string{"imap_save_draft"}, Summary: "Save a draft"},
 	{Method: http.MethodPost, Path: "/v1/drafts/{uid}/send", Tools: []string{"smtp_send_draft"}, Summary: "Send a saved draft"},
+	// Agents of one mailbox (AGENTS=on); the caller names itself with the
+	// x-mailbox-agent header, ?agent=, or a token made for an agent.
+	{Method: http.MethodGet, Path: "/v1/agents", Tools: []string{"agent_list"}, Summary: "The agents of this mailbox: unread counts, last activity, status lines"},
+	{Method: http.MethodPost, Path: "/v1/agents/send", Tools: []string{"agent_send"}, Summary: "Send a message to other agents of this mailbox (\"*\": all of them)"},
+	{Method: http.MethodPost, Path: "/v1/agents/status", Tools: []string{"agent_set_status"}, Summary: "Set the caller's status line"},
+	{Method: http.MethodGet, Path: "/v1/agents/state", Tools: []string{"agent_get_state"}, Summary: "Read shared state: one key, or every key with a prefix"},
+	{Method: http.MethodPost, Path: "/v1/agents/state", Tools: []string{"agent_set_state"}, Summary: "Set one key of the shared state"},
+	{Method: http.MethodGet, Path: "/v1/agents/conversations", Tools: []string{"agent_list_conversations"}, Summary: "The caller's group conversations"},
+	{Method: http.MethodPost, Path: "/v1/agents/conversations", Tools: []string{"agent_create_conversation"}, Summary: "Start a group conversation"},
+	{Method: http.MethodPost, Path: "/v1/agents/conversations/leave", Tools: []string{"agent_leave_conversation"}, Summary: "Leave a group conversation"},
+	{Method: http.MethodGet, Path: "/v1/agents/history", Tools: []string{"agent_history"}, Summary: "The messages of a conversation, oldest first"},
+	{Method: http.MethodPost, Path: "/v1/agents/prune", Tools: []string{"agent_prune"}, Summary: "Move read agent messages older than some days to Trash"},
 }
 
 // RESTRoutes returns the REST mirror's route table.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"regexp"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -58,6 +59,10 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 		return nil, err
 	}
 	uids := map[string]uint32{"imap_get_attachment": pdf}
+	// The agent_ tools are called as the agent "backend"; a
+	// "conversation" is the one the example before started.
+	agentCtx := credentials.NewAgentContext(ctx, "backend")
+	var conversation string
 	examples := map[string]tools.Example{}
 	for _, t := range a.tools {
 		if t.Example == nil {
@@ -65,29 +70,42 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 		}
 		args := map[string]any{}
 		for k, v := range t.Example {
-			if k == "uid" {
+			switch k {
+			case "uid":
 				v = uid
 				if u, ok := uids[t.Def.Name]; ok {
 					v = u
 				}
+			case "conversation":
+				v = conversation
 			}
 			args[k] = v
+		}
+		callCtx := ctx
+		if strings.HasPrefix(t.Def.Name, "agent_") {
+			callCtx = agentCtx
 		}
 		req := mcp.CallToolRequest{}
 		req.Params.Name = t.Def.Name
 		req.Params.Arguments = args
-		res, err := t.Handler(ctx, req)
+		res, err := t.Handler(callCtx, req)
 		if err != nil || res.IsError {
 			return nil, fmt.Errorf("example call of %s failed: %v %v", t.Def.Name, err, res)
 		}
 		if saved, ok := res.StructuredContent.(outbox.SavedDraft); ok {
 			uids["smtp_send_draft"] = saved.UID
 		}
-		generated := strings.HasPrefix(t.Def.Name, "smtp_") || t.Def.Name == "imap_save_draft"
+		if m, ok := steady(res.StructuredContent, false).(map[string]any); ok && t.Def.Name == "agent_create_conversation" {
+			conversation, _ = m["conversation"].(string)
+		}
+		generated := strings.HasPrefix(t.Def.Name, "smtp_") || t.Def.Name == "imap_save_draft" || strings.HasPrefix(t.Def.Name, "agent_")
 		examples[t.Def.Name] = tools.Example{Args: args, Result: steady(res.StructuredContent, generated)}
 	}
-	return tools.Markdown(a.tools, examples), nil
+	// A conversation id is random, and appears in arguments and results.
+	return conversationID.ReplaceAll(tools.Markdown(a.tools, examples), []byte("conv-exampleexample2")), nil
 }
+
+var conversationID = regexp.MustCompile(`conv-[a-z2-7]{16}`)
 
 // demoUID is the UID of the demo message tagged tag: messages are seeded
 // in UID order, oldest first.
@@ -108,7 +126,7 @@ func demoUID(srv *demo.Server, user, folder, tag string) (uint32, error) {
 // steadyValues replace what differs between two runs of the same call.
 var steadyValues = map[string]any{
 	"date": "2026-03-02T09:15:00Z", "oldest_unread_at": "2026-03-01T08:00:00Z", "newest_at": "2026-03-02T09:15:00Z", "marker": "MAIL-EXAMPLEMARKER", "token": "mbx1.AAAA…",
-	"key_id": "1a2b3c4d", "uid_validity": 1712345678, "next_cursor": "eyJ2IjoxLCJmIjoiSU5CT1gi…",
+	"key_id": "1a2b3c4d", "uid_validity": 1712345678, "last_activity": "2026-03-02T09:15:00Z", "updated_at": "2026-03-02T09:15:00Z", "before": "2026-01-31T00:00:00Z", "next_cursor": "eyJ2IjoxLCJmIjoiSU5CT1gi…",
 }
 
 // steady returns v (a structured result) as plain JSON values with the

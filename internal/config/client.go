@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Client is what the CLI client (mailbox-mcp send|peek|check|wait|list|read)
+// Client is what the CLI client (mailbox-mcp send|peek|check|wait|list|read|agents|state)
 // takes from the environment: where the gateway is and who is asking. It
 // is not part of Config: the client never runs a gateway.
 type Client struct {
@@ -17,6 +17,9 @@ type Client struct {
 	Token string
 	// User and Password are IMAP_USER and IMAP_PASS, the mailbox login.
 	User, Password string
+	// Agent is MAILBOX_AGENT, the agent of the mailbox the client acts as
+	// (sent as x-mailbox-agent); --agent overrides it.
+	Agent string
 }
 
 // ClientEnv reads the CLI client's variables.
@@ -35,6 +38,8 @@ func clientEnv(environ []string) Client {
 			c.User = strings.TrimSpace(v)
 		case "IMAP_PASS":
 			c.Password = v
+		case "MAILBOX_AGENT":
+			c.Agent = strings.TrimSpace(v)
 		}
 	}
 	if c.URL == "" {

@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"regexp"
 	"strings"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
@@ -115,4 +116,33 @@ func NewTokenContext(ctx context.Context, token string) context.Context {
 func TokenFromContext(ctx context.Context) (string, bool) {
 	t, ok := ctx.Value(tokenKey{}).(string)
 	return t, ok && t != ""
+}
+
+// agentName is an agent name: lower-case letters, digits, '.', '_' and
+// '-', 1 to 40 characters, not starting with '.' (reserved for the
+// gateway's own folders, such as .state). It lives here because the HTTP
+// layer, tokens and the agents package all check it, and only this
+// package is below all three.
+var agentName = regexp.MustCompile(`^[a-z0-9_-][a-z0-9._-]{0,39}$`)
+
+// AgentNameRule says what an agent name is, for error sentences; what
+// carried the bad name (a header, an argument) is the caller's to add.
+const AgentNameRule = "an agent name is 1 to 40 lower-case letters, digits, '.', '_' and '-', not starting with '.' (e.g. backend, frontend-2, planner.v1)"
+
+// ValidAgentName reports whether name is an agent name.
+func ValidAgentName(name string) bool { return agentName.MatchString(name) }
+
+type agentKey struct{}
+
+// NewAgentContext returns ctx carrying the caller's agent name as the
+// request named it (x-mailbox-agent header or ?agent=), already checked
+// by the HTTP layer. A token's own agent is joined to it by the tool layer.
+func NewAgentContext(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, agentKey{}, name)
+}
+
+// AgentFromContext returns the request's agent name, if it named one.
+func AgentFromContext(ctx context.Context) (string, bool) {
+	n, ok := ctx.Value(agentKey{}).(string)
+	return n, ok && n != ""
 }

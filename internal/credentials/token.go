@@ -45,15 +45,18 @@ var (
 	// ErrTooLong refuses to seal credentials whose token Open would refuse
 	// as too long (control characters take six bytes each in the payload).
 	ErrTooLong = errors.New("the user name and password are too long to be sealed into a token")
+	// ErrAgentName refuses to seal an agent name that is not one.
+	ErrAgentName = errors.New("the agent name cannot be sealed into a token: " + AgentNameRule)
 	// ErrNUL refuses credentials with a NUL byte: no mail server accepts
 	// one, and in a SASL PLAIN message it separates the fields, so it
 	// could change whose login is attempted.
 	ErrNUL = errors.New("the user name and password must not contain a NUL character")
 )
 
-// payload is the sealed content. Version 1 has no scope; a scoped token
-// is version 2, so that a gateway too old to know scopes refuses it
-// (ErrVersion) instead of ignoring the narrowing during a rolling upgrade.
+// payload is the sealed content. Version 1 has no scope and no agent; a
+// scoped token, or one bound to an agent, is version 2, so that a gateway
+// too old to know them refuses it (ErrVersion) instead of ignoring the
+// narrowing during a rolling upgrade.
 type payload struct {
 	V   int    `json:"v"`
 	U   string `json:"u"`
@@ -63,6 +66,9 @@ type payload struct {
 	// "full"); NS forbids sending. Version 2 only.
 	A  string `json:"a,omitempty"`
 	NS bool   `json:"ns,omitempty"`
+	// Ag is the agent name the token acts as: binding, a request cannot
+	// name another. Version 2 only.
+	Ag string `json:"ag,omitempty"`
 }
 
 type sealKey struct {
@@ -130,12 +136,18 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	if strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0) {
 		return "", ErrNUL
 	}
+	if c.Agent != "" && !ValidAgentName(c.Agent) {
+		return "", ErrAgentName
+	}
 	p := payload{V: 1, U: c.User, P: c.password, IAT: time.Now().Unix()}
 	if c.Scope.Narrowed() {
 		p.V, p.NS = 2, c.Scope.NoSend
 		if c.Scope.Level != 0 {
 			p.A = c.Scope.Level.String()
 		}
+	}
+	if c.Agent != "" {
+		p.V, p.Ag = 2, c.Agent
 	}
 	plain, err := json.Marshal(p)
 	if err != nil {
@@ -192,7 +204,7 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 	}
 	defer clear(plain)
 	var p payload
-	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS)) {
+	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "")) {
 		return Credentials{}, ErrVersion
 	}
 	c := New(p.U, p.P)
@@ -205,6 +217,10 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 			}
 			c.Scope.Level = l
 		}
+		if p.Ag != "" && !ValidAgentName(p.Ag) {
+			return Credentials{}, ErrVersion
+		}
+		c.Agent = p.Ag
 	}
 	if !c.Valid() {
 		return Credentials{}, ErrMalformed

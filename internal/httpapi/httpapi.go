@@ -3,7 +3,8 @@
 // the middleware every request passes before MCP runs: request id and log
 // line, panic recovery, the limits on connections, requests in flight and
 // buffered bodies, the body checks (size, read deadline, duplicate JSON
-// keys), Origin check and CORS, and credential headers. It knows nothing
+// keys), Origin check and CORS, credential headers and the caller's agent
+// name (x-mailbox-agent, or ?agent= on /mcp and /v1/). It knows nothing
 // about IMAP or SMTP.
 package httpapi
 
@@ -82,9 +83,9 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	api := http.NewServeMux()
 	base := func(next http.Handler) http.Handler { return withBase(opts.PublicURL, opts.TrustedProxies, next) }
-	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withCredentials(mcp)))))
+	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withCredentials(withAgent(false, mcp))))))
 	if opts.REST != nil {
-		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withCredentials(opts.REST))))
+		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withCredentials(withAgent(true, opts.REST)))))
 	}
 	if opts.Attachments != nil {
 		api.Handle(download.Prefix, clientAddr(opts.TrustedProxies, opts.Attachments))

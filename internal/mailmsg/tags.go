@@ -1,6 +1,7 @@
 package mailmsg
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
@@ -39,4 +40,23 @@ func ParseTags(v string) []string {
 		}
 	}
 	return out
+}
+
+// CheckTags checks the tags of a message (at most MaxTags, each a
+// CheckTag tag) and returns them without repeats. The outbox's sending
+// tools and the agents' messages share it.
+func CheckTags(tags []string) ([]string, error) {
+	if len(tags) > MaxTags {
+		return nil, mailerr.Newf(mailerr.BadInput, "tags: at most %d tags (got %d)", MaxTags, len(tags))
+	}
+	var out []string
+	for _, t := range tags {
+		if err := CheckTag(t); err != nil {
+			return nil, err
+		}
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }

@@ -77,6 +77,7 @@ type Stack struct {
 	doveadm string
 	path    string // PATH for the script and doveadm
 	roots   *x509.CertPool
+	opts    Options
 	locks   []*os.File
 	guard   *os.File  // write end of the watchdog's stdin
 	watch   *exec.Cmd // the watchdog
@@ -91,6 +92,9 @@ type Options struct {
 	// given here. Names are user@domain; neither names nor passwords may
 	// contain whitespace or ':'. nil means the defaults only.
 	Users map[string]string
+	// Metadata turns on IMAP METADATA (RFC 5464) in Dovecot
+	// (MAILSTACK_METADATA=1): it then advertises METADATA. Off by default.
+	Metadata bool
 }
 
 // The base ports of scripts/mailstack.sh (Dovecot's own submission server,
@@ -139,6 +143,7 @@ func Start(opts Options) (*Stack, error) {
 			doveadm: paths.doveadm,
 			path:    paths.path,
 			locks:   locks,
+			opts:    opts,
 		}
 		err = s.start()
 		if err == nil {
@@ -386,7 +391,7 @@ func (s *Stack) env() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "MAILSTACK_PORT_OFFSET", "MAILSTACK_USERS", "MAILSTACK_UID", "MAILSTACK_DOVECOT_SUBMISSION":
+		case "PATH", "MAILSTACK_PORT_OFFSET", "MAILSTACK_USERS", "MAILSTACK_UID", "MAILSTACK_DOVECOT_SUBMISSION", "MAILSTACK_METADATA":
 			continue
 		}
 		env = append(env, kv)
@@ -405,7 +410,15 @@ func (s *Stack) env() []string {
 		"MAILSTACK_PORT_OFFSET="+strconv.Itoa(s.Offset),
 		"MAILSTACK_USERS="+strings.Join(users, " "),
 		"MAILSTACK_DOVECOT_SUBMISSION=0",
+		"MAILSTACK_METADATA="+boolEnv(s.opts.Metadata),
 	)
+}
+
+func boolEnv(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // run runs scripts/mailstack.sh with args and returns its combined output.

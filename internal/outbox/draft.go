@@ -67,7 +67,7 @@ func (o *Outbox) SaveDraft(ctx context.Context, creds credentials.Credentials, m
 	if d.Attachments, err = o.attachments(m.Attachments); err != nil {
 		return nil, err
 	}
-	if d.Tags, err = checkTags(m.Tags); err != nil {
+	if d.Tags, err = mailmsg.CheckTags(m.Tags); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
@@ -184,7 +184,7 @@ func (o *Outbox) SendDraft(ctx context.Context, creds credentials.Credentials, s
 	if total > o.cfg.MaxAttachmentBytes {
 		return nil, mailerr.Newf(mailerr.TooLarge, "the draft's attachments take %s, more than the limit of %s for one message; nothing was sent", SizeText(total), SizeText(o.cfg.MaxAttachmentBytes))
 	}
-	if d.Tags, err = checkTags(d.Tags); err != nil {
+	if d.Tags, err = mailmsg.CheckTags(d.Tags); err != nil {
 		return nil, err
 	}
 	d.MessageID, d.SentCopy, d.Date = "", false, time.Time{}

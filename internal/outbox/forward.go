@@ -48,7 +48,7 @@ func (o *Outbox) Forward(ctx context.Context, creds credentials.Credentials, f F
 	if d.From, err = o.sender(creds, f.From); err != nil {
 		return nil, err
 	}
-	if d.Tags, err = checkTags(f.Tags); err != nil {
+	if d.Tags, err = mailmsg.CheckTags(f.Tags); err != nil {
 		return nil, err
 	}
 	for _, x := range []struct {

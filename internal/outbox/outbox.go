@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"time"
 
@@ -207,7 +206,7 @@ func (o *Outbox) Send(ctx context.Context, creds credentials.Credentials, m Mess
 	if err != nil {
 		return nil, err
 	}
-	if d.Tags, err = checkTags(m.Tags); err != nil {
+	if d.Tags, err = mailmsg.CheckTags(m.Tags); err != nil {
 		return nil, err
 	}
 	for _, f := range []struct {
@@ -235,7 +234,7 @@ func (o *Outbox) Reply(ctx context.Context, creds credentials.Credentials, r Rep
 	if err != nil {
 		return nil, err
 	}
-	if d.Tags, err = checkTags(r.Tags); err != nil {
+	if d.Tags, err = mailmsg.CheckTags(r.Tags); err != nil {
 		return nil, err
 	}
 	extraCc, err := parseAddresses("cc", r.Cc)
@@ -334,23 +333,6 @@ func (o *Outbox) attachments(atts []Attachment) ([]mailmsg.OutAttachment, error)
 			return nil, mailerr.Newf(mailerr.TooLarge, "the attachments exceed the limit of %s in total; send large files as a link instead", SizeText(o.cfg.MaxAttachmentBytes))
 		}
 		out = append(out, mailmsg.OutAttachment{Filename: a.Filename, ContentType: a.ContentType, Data: a.Data})
-	}
-	return out, nil
-}
-
-// checkTags checks and normalises the tags of a message.
-func checkTags(tags []string) ([]string, error) {
-	if len(tags) > mailmsg.MaxTags {
-		return nil, mailerr.Newf(mailerr.BadInput, "tags: at most %d tags (got %d)", mailmsg.MaxTags, len(tags))
-	}
-	var out []string
-	for _, t := range tags {
-		if err := mailmsg.CheckTag(t); err != nil {
-			return nil, err
-		}
-		if !slices.Contains(out, t) {
-			out = append(out, t)
-		}
 	}
 	return out, nil
 }

@@ -202,6 +202,13 @@ func decodeValue(dst reflect.Value, val any, name string, f field) error {
 			return badArg("%s must be an object (got %s)", name, describeValue(val))
 		}
 		return decodeStruct(dst, obj, name+".")
+	case reflect.Interface:
+		// An `any` argument takes any JSON value but null, as decoded; its
+		// tool checks the rest.
+		if val == nil {
+			return badArg("%s must be a JSON value (a string, number, true or false, object or array), not null", name)
+		}
+		dst.Set(reflect.ValueOf(val))
 	default:
 		panic(fmt.Sprintf("tools: cannot decode argument %s into %s", name, dst.Type()))
 	}

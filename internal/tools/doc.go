@@ -188,7 +188,7 @@ func schemaType(p map[string]any, defs map[string]any) string {
 		}
 	}
 	if s == "" {
-		s = "any"
+		s = "any JSON"
 	}
 	if f, ok := p["format"].(string); ok {
 		s += " (" + f + ")"

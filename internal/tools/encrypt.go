@@ -16,6 +16,7 @@ type encryptArgs struct {
 	Verify   *bool  `json:"verify" default:"true" desc:"Check the credentials with an IMAP login before sealing them (default true)."`
 	Access   string `json:"access" enum:"read,organize,full" desc:"Narrow the token to this access level: read, organize or full (at most what the gateway allows). Default: what the gateway allows."`
 	Send     *bool  `json:"send" default:"true" desc:"Allow sending mail with the token (default true); false makes a token that cannot send."`
+	Agent    string `json:"agent" max:"40" desc:"Bind the token to this agent name (lower-case letters, digits, '.', '_', '-'; 1 to 40): every call with it acts as that agent, with its own folder, and a request naming another agent is refused. Default: none (the x-mailbox-agent header or ?agent= names the agent per request)."`
 }
 
 func (a *encryptArgs) check() error {
@@ -27,6 +28,9 @@ func (a *encryptArgs) check() error {
 			return badArg("user must not contain control characters")
 		}
 	}
+	if a.Agent != "" && !credentials.ValidAgentName(a.Agent) {
+		return badArg("agent is not a valid agent name: %s", credentials.AgentNameRule)
+	}
 	return nil
 }
 
@@ -37,6 +41,7 @@ type EncryptResult struct {
 	Verified bool   `json:"verified" desc:"true when the credentials were checked with an IMAP login"`
 	Access   string `json:"access" desc:"the access level the token allows under this gateway: read, organize or full"`
 	Send     bool   `json:"send" desc:"whether the token may send mail (the gateway must have sending on too)"`
+	Agent    string `json:"agent,omitempty" desc:"the agent name the token is bound to, when it has one"`
 	KeyID    string `json:"key_id" desc:"identifier of the server key that sealed the token (8 hex characters)"`
 	Usage    string `json:"usage" desc:"how to use the token"`
 }
@@ -47,7 +52,8 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 	Name:  "imap_encrypt_credentials",
 	Title: "Encrypt mailbox credentials",
 	Description: "Seal mailbox credentials into an encrypted token (AES-256-GCM, readable only by this server) that can be passed as the `credentials` argument of the other tools, or sent as the x-mailbox-token header, instead of sending the password with every request. " +
-		"By default the credentials are first checked with an IMAP login. Without user and password, the connection's x-imap-user and x-imap-pass headers are sealed.",
+		"By default the credentials are first checked with an IMAP login. Without user and password, the connection's x-imap-user and x-imap-pass headers are sealed. " +
+		"With agent, the token acts as that agent of the mailbox (its own folder for waiting, peeking and checking, and its name on agent messages).",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
 	OwnCredentials: true,
 	Example:        map[string]any{"user": "alice@demo.test", "password": "demo-alice"},
@@ -65,6 +71,7 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 		if a.Send != nil && !*a.Send {
 			creds.Scope.NoSend = true
 		}
+		creds.Agent = a.Agent
 		if a.Access != "" {
 			l, err := access.Parse(a.Access)
 			if err != nil {
@@ -91,7 +98,7 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 			}
 		}
 		return EncryptResult{Token: token, User: creds.User, Verified: verify, KeyID: c.Sealer.KeyID(), Usage: tokenUsage,
-			Access: creds.Scope.Effective(c.operatorLevel()).String(), Send: !creds.Scope.NoSend}, nil
+			Access: creds.Scope.Effective(c.operatorLevel()).String(), Send: !creds.Scope.NoSend, Agent: creds.Agent}, nil
 	},
 	Text: func(r EncryptResult) string {
 		status := "not verified (verify=false)"
@@ -101,6 +108,9 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 		send := "may send mail"
 		if !r.Send {
 			send = "may not send mail"
+		}
+		if r.Agent != "" {
+			send += ", agent " + r.Agent
 		}
 		return fmt.Sprintf("Credentials for %s %s.\nToken (access %s, %s): %s\n\n%s", line(r.User), status, r.Access, send, r.Token, r.Usage)
 	},

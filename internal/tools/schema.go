@@ -42,12 +42,23 @@ type schema struct {
 	MaxLength            *int               `json:"maxLength,omitempty"`
 	MinItems             *int               `json:"minItems,omitempty"`
 	MaxItems             *int               `json:"maxItems,omitempty"`
+	AnyOf                []*schema          `json:"anyOf,omitempty"`
 
 	// order keeps the properties in declaration order for the docs.
 	order []string
 }
 
-var timeType = reflect.TypeFor[time.Time]()
+var (
+	timeType = reflect.TypeFor[time.Time]()
+	rawType  = reflect.TypeFor[json.RawMessage]()
+)
+
+// anyJSON is the schema of any JSON value: one branch per type, which
+// strict validators (the MCP Inspector's --strict) accept where {} is
+// "untyped".
+func anyJSON() *schema {
+	return &schema{AnyOf: []*schema{{Type: "string"}, {Type: "number"}, {Type: "boolean"}, {Type: "object"}, {Type: "array"}}}
+}
 
 // schemaOf derives the schema of t. input marks argument types: their
 // objects refuse unknown properties and their required list comes from
@@ -56,6 +67,9 @@ var timeType = reflect.TypeFor[time.Time]()
 func schemaOf(t reflect.Type, input bool) *schema {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
+	}
+	if t == rawType {
+		return anyJSON()
 	}
 	if t == timeType {
 		return &schema{Type: "string", Format: "date-time"}
@@ -75,7 +89,7 @@ func schemaOf(t reflect.Type, input bool) *schema {
 	case reflect.Map:
 		return &schema{Type: "object"}
 	case reflect.Interface:
-		return &schema{}
+		return anyJSON()
 	case reflect.Struct:
 		s := &schema{Type: "object", Properties: map[string]*schema{}}
 		if input {

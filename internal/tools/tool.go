@@ -344,6 +344,12 @@ func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress Progre
 	if err != nil {
 		return d.fail(ctx, err)
 	}
+	if d.Agents != nil && creds.Agent != "" {
+		// The directory's "last activity" of the caller's agent (written
+		// at most once a minute; after a successful call, so only a
+		// real login leaves a trace).
+		d.Agents.Touch(ctx, creds, creds.Agent)
+	}
 	rec.SetOutcome("ok")
 	out = Outcome{Structured: r, Text: t.Text(r)}
 	if t.Content != nil {
@@ -400,7 +406,27 @@ func (d *Deps) credentialsFor(ctx context.Context, token string) (credentials.Cr
 		return creds, mailerr.New(mailerr.NoCredentials,
 			"no mailbox credentials: send the x-imap-user and x-imap-pass headers (or a token from imap_encrypt_credentials in the x-mailbox-token header), or pass the token as the credentials argument")
 	}
+	if err := joinAgent(ctx, &creds); err != nil {
+		return creds, err
+	}
 	return creds, d.admit(ctx, creds)
+}
+
+// joinAgent sets creds.Agent from the request (x-mailbox-agent or
+// ?agent=, checked by the HTTP layer). A token made for an agent binds it:
+// the request may repeat that name, never name another, so a token handed
+// to one agent cannot act as a second.
+func joinAgent(ctx context.Context, creds *credentials.Credentials) error {
+	named, ok := credentials.AgentFromContext(ctx)
+	switch {
+	case !ok:
+	case creds.Agent == "":
+		creds.Agent = named
+	case creds.Agent != named:
+		return mailerr.New(mailerr.BadInput, "the credentials token was made for agent "+creds.Agent+
+			", and the request names another (x-mailbox-agent header or ?agent=): a token made for an agent acts only as that agent; drop the header, or use a token made for that agent").About(mailerr.SubjectToken)
+	}
+	return nil
 }
 
 // admit records the caller and applies the per-user rate limit.
@@ -500,6 +526,16 @@ var catalog = []definition{
 	forwardEmail,
 	saveDraft,
 	sendDraft,
+	agentSend,
+	agentList,
+	agentSetStatus,
+	agentCreateConversation,
+	agentListConversations,
+	agentLeaveConversation,
+	agentHistory,
+	agentSetState,
+	agentGetState,
+	agentPrune,
 }
 
 // All returns every tool the configuration enables, in catalog order.

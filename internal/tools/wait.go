@@ -10,7 +10,7 @@ import (
 )
 
 type waitArgs struct {
-	Folder     string `json:"folder" max:"1000" desc:"Folder to watch (default INBOX)."`
+	Folder     string `json:"folder" max:"1000" desc:"Folder to watch (default INBOX; for a caller with an agent name, its agent folder)."`
 	From       string `json:"from" max:"1000" desc:"Only messages whose From header contains this (name or address)."`
 	Tag        string `json:"tag" max:"32" desc:"Only messages carrying this tag (X-Mailbox-Tags)."`
 	UnreadOnly *bool  `json:"unread_only" default:"true" desc:"Only unread messages (default true)."`
@@ -27,7 +27,7 @@ type WaitResult struct {
 var waitForEmail = Def[waitArgs, WaitResult]{
 	Name:  "imap_wait_for_email",
 	Title: "Wait for email",
-	Description: "Wait until a new message matching the filters arrives (folder, default INBOX; from; tag; unread_only, default true), or until timeout_s runs out; a timeout is a normal result (timed_out: true, no messages), not an error. " +
+	Description: "Wait until a new message matching the filters arrives (folder, default INBOX, or the agent's own folder when the caller has an agent name; from; tag; unread_only, default true), or until timeout_s runs out; a timeout is a normal result (timed_out: true, no messages), not an error. " +
 		"Matching mail already there with a UID above since_uid is returned at once; without since_uid only mail newer than the call counts. Pass next_since_uid to the next wait so nothing is missed or repeated. " +
 		"Uses IMAP IDLE on a connection of its own (polling every 2 s where the server lacks IDLE), so new mail is seen within a moment of its arrival. Changes nothing.",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
@@ -35,10 +35,14 @@ var waitForEmail = Def[waitArgs, WaitResult]{
 		return waitTimeout(a.TimeoutS) + 10*time.Second
 	},
 	Run: func(ctx context.Context, c *Call, a waitArgs) (WaitResult, error) {
+		folder, err := agentDefault(ctx, c, a.Folder)
+		if err != nil {
+			return WaitResult{}, err
+		}
 		limit := waitTimeout(a.TimeoutS)
 		start := time.Now()
 		res, err := c.Mailbox.Wait(ctx, c.Creds, mailbox.WaitOptions{
-			Folder: a.Folder, From: a.From, Tag: a.Tag, UnreadOnly: a.UnreadOnly == nil || *a.UnreadOnly,
+			Folder: folder, From: a.From, Tag: a.Tag, UnreadOnly: a.UnreadOnly == nil || *a.UnreadOnly,
 			SinceUID: a.SinceUID, Timeout: limit,
 		}, func() {
 			c.Progress(time.Since(start).Seconds(), limit.Seconds(), "still waiting for new mail")
@@ -65,6 +69,22 @@ var waitForEmail = Def[waitArgs, WaitResult]{
 	Example: map[string]any{"folder": "INBOX", "since_uid": 1, "timeout_s": 5},
 }
 
+// agentDefault is the folder a wait, peek or check looks at: the one
+// given; else, for a caller with an agent name (and agents on), that
+// agent's folder, created on first use so a wait can begin before any
+// mail has come; else "" (INBOX).
+func agentDefault(ctx context.Context, c *Call, folder string) (string, error) {
+	if folder != "" || c.Agents == nil {
+		return folder, nil
+	}
+	name, err := c.Agent()
+	if err != nil || name == "" {
+		return "", err
+	}
+	f, _, err := c.Agents.Folder(ctx, c.Creds, name)
+	return f, err
+}
+
 func waitTimeout(s int) time.Duration {
 	if s <= 0 {
 		return mailbox.DefaultWaitTimeout
@@ -73,7 +93,7 @@ func waitTimeout(s int) time.Duration {
 }
 
 type peekArgs struct {
-	Folder string `json:"folder" max:"1000" desc:"Folder to look at (default INBOX)."`
+	Folder string `json:"folder" max:"1000" desc:"Folder to look at (default INBOX; for a caller with an agent name, its agent folder)."`
 	Tag    string `json:"tag" max:"32" desc:"Only count messages carrying this tag (X-Mailbox-Tags)."`
 }
 
@@ -86,11 +106,15 @@ type PeekResult struct {
 var peekInbox = Def[peekArgs, PeekResult]{
 	Name:  "imap_peek_inbox",
 	Title: "Peek at inbox",
-	Description: "One cheap look at a folder (default INBOX) that changes nothing: how many messages and how many unread, when the oldest unread and the newest arrived, and the unread count per sender (top 20). " +
+	Description: "One cheap look at a folder (default INBOX, or the agent's own folder when the caller has an agent name) that changes nothing: how many messages and how many unread, when the oldest unread and the newest arrived, and the unread count per sender (top 20). " +
 		"With tag, every count is about the messages carrying that tag. next_since_uid starts a wait for what arrives after this look.",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
 	Run: func(ctx context.Context, c *Call, a peekArgs) (PeekResult, error) {
-		res, err := c.Mailbox.Peek(ctx, c.Creds, a.Folder, a.Tag)
+		folder, err := agentDefault(ctx, c, a.Folder)
+		if err != nil {
+			return PeekResult{}, err
+		}
+		res, err := c.Mailbox.Peek(ctx, c.Creds, folder, a.Tag)
 		if err != nil {
 			return PeekResult{}, err
 		}
@@ -130,7 +154,7 @@ var peekInbox = Def[peekArgs, PeekResult]{
 }
 
 type checkArgs struct {
-	Folder   string `json:"folder" max:"1000" desc:"Folder to take from (default INBOX)."`
+	Folder   string `json:"folder" max:"1000" desc:"Folder to take from (default INBOX; for a caller with an agent name, its agent folder)."`
 	From     string `json:"from" max:"1000" desc:"Only messages whose From header contains this."`
 	Tag      string `json:"tag" max:"32" desc:"Only messages carrying this tag (X-Mailbox-Tags)."`
 	Limit    int    `json:"limit" min:"1" max:"50" default:"10" desc:"How many messages at most (default 10, at most 50)."`
@@ -146,11 +170,15 @@ type CheckResult struct {
 var checkInbox = Def[checkArgs, CheckResult]{
 	Name:  "imap_check_inbox",
 	Title: "Check inbox (consume)",
-	Description: "Take the unread messages of a folder (default INBOX) that match the filters, oldest first, each with its text as imap_read_email gives it, and mark exactly those as read, so the next check does not return them again. " +
+	Description: "Take the unread messages of a folder (default INBOX, or the agent's own folder when the caller has an agent name) that match the filters, oldest first, each with its text as imap_read_email gives it, and mark exactly those as read, so the next check does not return them again. " +
 		"On a mail server with conditional stores (CONDSTORE, e.g. Dovecot) no two calls ever return the same message, even from several agents or gateways at once (exactly_once: true); elsewhere a consumer running at the same moment may get a message too (exactly_once: false). Changes nothing but the \\Seen flag of what it returns.",
 	OpenWorld: true,
 	Run: func(ctx context.Context, c *Call, a checkArgs) (CheckResult, error) {
-		res, err := c.Mailbox.Consume(ctx, c.Creds, mailbox.ConsumeOptions{Folder: a.Folder, From: a.From, Tag: a.Tag, Limit: a.Limit, MaxChars: a.MaxChars})
+		folder, err := agentDefault(ctx, c, a.Folder)
+		if err != nil {
+			return CheckResult{}, err
+		}
+		res, err := c.Mailbox.Consume(ctx, c.Creds, mailbox.ConsumeOptions{Folder: folder, From: a.From, Tag: a.Tag, Limit: a.Limit, MaxChars: a.MaxChars})
 		if err != nil {
 			return CheckResult{}, err
 		}

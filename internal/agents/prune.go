@@ -1,0 +1,79 @@
+package agents
+
+import (
+	"context"
+	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+)
+
+// Prune limits, in days.
+const (
+	DefaultPruneDays = 30
+	MaxPruneDays     = 3650
+)
+
+// Pruned is what Prune moved.
+type Pruned struct {
+	Before      time.Time     `json:"before" desc:"read messages that arrived before this day were moved"`
+	TrashFolder string        `json:"trash_folder,omitempty" desc:"the Trash folder they went to"`
+	Moved       int           `json:"moved" desc:"how many messages were moved in all"`
+	Folders     []PrunedAgent `json:"folders" desc:"each agent folder looked at, with how many of its messages were moved"`
+}
+
+// PrunedAgent is one folder Prune looked at.
+type PrunedAgent struct {
+	Agent  string `json:"agent" desc:"the agent"`
+	Folder string `json:"folder" desc:"its folder"`
+	Moved  int    `json:"moved" desc:"how many of its messages went to the Trash folder"`
+}
+
+// Prune moves the read messages older than days from agent folders to
+// the Trash folder (the mailbox's Trash machinery: UID MOVE of exactly
+// those UIDs); unread ones stay. With a caller name only its own folder
+// is pruned; without one every agent's folder (the user tidying up).
+// IMAP's BEFORE compares days, so a message may stay up to a day longer.
+func (s *Service) Prune(ctx context.Context, creds credentials.Credentials, caller string, days int) (*Pruned, error) {
+	switch {
+	case days == 0:
+		days = DefaultPruneDays
+	case days < 1 || days > MaxPruneDays:
+		return nil, mailerr.Newf(mailerr.BadInput, "older_than_days must be between 1 and %d", MaxPruneDays)
+	}
+	names := []string{caller}
+	if caller == "" {
+		var err error
+		if names, err = s.Names(ctx, creds); err != nil {
+			return nil, err
+		}
+	} else if err := CheckName(caller); err != nil {
+		return nil, err
+	}
+	out := &Pruned{Before: time.Now().AddDate(0, 0, -days).Truncate(24 * time.Hour), Folders: []PrunedAgent{}}
+	for _, name := range names {
+		folder, err := s.folderOf(ctx, creds, name)
+		if err != nil {
+			return nil, err
+		}
+		uids, err := s.mb.SeenBefore(ctx, creds, folder, out.Before)
+		if err != nil {
+			return nil, err
+		}
+		p := PrunedAgent{Agent: name, Folder: folder}
+		for len(uids) > 0 {
+			chunk := uids[:min(len(uids), mailbox.MaxUIDs)]
+			uids = uids[len(chunk):]
+			t, err := s.mb.Trash(ctx, creds, folder, chunk, false)
+			if err != nil {
+				return nil, err
+			}
+			out.TrashFolder = t.TrashFolder
+			p.Moved += len(t.Messages)
+		}
+		out.Moved += p.Moved
+		out.Folders = append(out.Folders, p)
+	}
+	return out, nil
+}

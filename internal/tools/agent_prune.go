@@ -1,0 +1,46 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/agents"
+)
+
+type agentPruneArgs struct {
+	OlderThanDays int `json:"older_than_days" min:"1" max:"3650" default:"30" desc:"Move read messages that arrived more than this many days ago (default 30)."`
+}
+
+var agentPrune = Def[agentPruneArgs, agents.Pruned]{
+	Name:  "agent_prune",
+	Title: "Prune agent folders",
+	Description: "Move read agent messages older than older_than_days (default 30) to the Trash folder; unread ones stay. " +
+		"With an agent name only the caller's own folder is pruned; without one, every agent's folder. " +
+		"Days are counted as IMAP does (whole days), so a message may stay up to a day longer. A conversation whose messages were all pruned from a folder is no longer found there.",
+	// Moves messages out of folders (to the Trash, where they can be
+	// restored): destructive to the folders' contents, idempotent.
+	Destructive: true, Idempotent: true, OpenWorld: true,
+	Access: access.Organize, Agents: true,
+	Run: func(ctx context.Context, c *Call, a agentPruneArgs) (agents.Pruned, error) {
+		me, err := c.Agent()
+		if err != nil {
+			return agents.Pruned{}, err
+		}
+		return orZero(c.Agents.Prune(ctx, c.Creds, me, a.OlderThanDays))
+	},
+	Text: func(r agents.Pruned) string {
+		var b strings.Builder
+		fmt.Fprintf(&b, "Moved %s read before %s", plural(r.Moved, "message"), r.Before.Format("2006-01-02"))
+		if r.TrashFolder != "" {
+			fmt.Fprintf(&b, " to %s", line(r.TrashFolder))
+		}
+		b.WriteString(":\n")
+		for _, f := range r.Folders {
+			fmt.Fprintf(&b, "- %s (%s): %d\n", f.Agent, line(f.Folder), f.Moved)
+		}
+		return b.String()
+	},
+	Example: map[string]any{"older_than_days": 30},
+}
