@@ -106,6 +106,12 @@ type Config struct {
 	AllowedHosts           []string      `env:"ALLOWED_HOSTS" envSeparator:"," desc:"comma-separated Host header values accepted besides localhost, 127.0.0.1 and [::1] (e.g. the name a same-host reverse proxy forwards); empty: only those when BIND_ADDRESS is loopback, any otherwise"`
 	TrustedProxies         []string      `env:"TRUSTED_PROXIES" envSeparator:"," desc:"comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (for the per-address login back-off); empty trusts none"`
 
+	// Sign-in (OAuth 2.1, the gateway its own authorization server) and metrics.
+	OAuth           string        `env:"OAUTH" envDefault:"on" desc:"on: with PUBLIC_URL set, the gateway is an OAuth 2.1 authorization server for MCP clients that add a server by URL and sign in (tokens carry the sealed credentials; nothing is stored); off: headers and credentials tokens only"`
+	OAuthAccessTTL  time.Duration `env:"OAUTH_ACCESS_TTL" envDefault:"1h" desc:"lifetime of an OAuth access token"`
+	OAuthRefreshTTL time.Duration `env:"OAUTH_REFRESH_TTL" envDefault:"720h" desc:"lifetime of an OAuth refresh token (each use returns a new one)"`
+	MetricsAddr     string        `env:"METRICS_ADDR" desc:"host:port of a separate listener serving Prometheus metrics at /metrics; empty turns it off; no metric label ever carries a user, address, folder or token"`
+
 	PprofAddr string `env:"PPROF_ADDR" desc:"host:port of a separate admin listener serving net/http/pprof (CPU and heap profiles); empty turns it off; keep it on loopback, never the public address"`
 }
 
@@ -291,9 +297,26 @@ func (c *Config) validate(vars map[string]string) []string {
 		bad("MAX_POOL_PER_USER", "expected at most MAX_POOL_SIZE (%d), got %d", c.MaxPoolSize, c.MaxPoolPerUser)
 	}
 	if c.PprofAddr != "" {
-		if msg := c.checkPprofAddr(); msg != "" {
+		if msg := checkAdminAddr(c.PprofAddr, c.Port, "127.0.0.1:6060"); msg != "" {
 			bad("PPROF_ADDR", "%s", msg)
 		}
+	}
+	if c.MetricsAddr != "" {
+		if msg := checkAdminAddr(c.MetricsAddr, c.Port, "127.0.0.1:9090"); msg != "" {
+			bad("METRICS_ADDR", "%s", msg)
+		}
+		if c.MetricsAddr == c.PprofAddr {
+			bad("METRICS_ADDR", "must not be PPROF_ADDR (%s): each admin listener has its own port", c.PprofAddr)
+		}
+	}
+	if a := strings.ToLower(c.OAuth); a != "on" && a != "off" {
+		bad("OAUTH", "expected on or off, got %q", c.OAuth)
+	}
+	if c.OAuthAccessTTL < time.Minute || c.OAuthAccessTTL > 24*time.Hour {
+		bad("OAUTH_ACCESS_TTL", "expected a duration from 1m to 24h, got %q", vars["OAUTH_ACCESS_TTL"])
+	}
+	if c.OAuthRefreshTTL < c.OAuthAccessTTL || c.OAuthRefreshTTL > 90*24*time.Hour {
+		bad("OAUTH_REFRESH_TTL", "expected a duration from OAUTH_ACCESS_TTL to 2160h (90 days), got %q", vars["OAUTH_REFRESH_TTL"])
 	}
 	if c.SMTPMaxRecipients < 1 {
 		bad("SMTP_MAX_RECIPIENTS", "expected a value greater than zero, got %q", vars["SMTP_MAX_RECIPIENTS"])
@@ -331,22 +354,23 @@ func (c *Config) validate(vars map[string]string) []string {
 	return p
 }
 
-// checkPprofAddr checks that the profiling listener is a host:port of its
-// own: never the public listener, whose port it must not share.
-func (c *Config) checkPprofAddr() string {
-	host, port, err := net.SplitHostPort(c.PprofAddr)
+// checkAdminAddr checks that an admin listener (profiles, metrics) is a
+// host:port of its own: never the public listener, whose port it must not
+// share.
+func checkAdminAddr(addr string, public int, example string) string {
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Sprintf("expected host:port such as 127.0.0.1:6060, got %q", c.PprofAddr)
+		return fmt.Sprintf("expected host:port such as %s, got %q", example, addr)
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 1 || n > 65535 {
-		return fmt.Sprintf("expected a port number from 1 to 65535, got %q", c.PprofAddr)
+		return fmt.Sprintf("expected a port number from 1 to 65535, got %q", addr)
 	}
 	if host != "" && host != "localhost" && net.ParseIP(host) == nil {
-		return fmt.Sprintf("expected an IP address or localhost as host, got %q", c.PprofAddr)
+		return fmt.Sprintf("expected an IP address or localhost as host, got %q", addr)
 	}
-	if n == c.Port {
-		return fmt.Sprintf("must not share PORT %d with the public listener: profiles must never be served on the public address", c.Port)
+	if n == public {
+		return fmt.Sprintf("must not share PORT %d with the public listener: admin data must never be served on the public address", public)
 	}
 	return ""
 }
@@ -489,6 +513,12 @@ func (c *Config) Access() access.Level {
 		return access.Read
 	}
 	return l
+}
+
+// OAuthEnabled reports whether the gateway is its own OAuth authorization
+// server: OAUTH on and PUBLIC_URL set (the issuer must be a fixed URL).
+func (c *Config) OAuthEnabled() bool {
+	return strings.EqualFold(c.OAuth, "on") && c.PublicURL != ""
 }
 
 // AgentsEnabled reports whether the agent_ tools are offered (AGENTS).
