@@ -66,6 +66,16 @@
 #                          file:%h/dovecot-attributes and imap_metadata = yes;
 #                          Dovecot then advertises METADATA (never
 #                          METADATA-SERVER). Default off.
+#   MAILSTACK_OAUTH2_URL=http://127.0.0.1:PORT/introspect
+#                          OAuth logins (SASL OAUTHBEARER and XOAUTH2) for
+#                          IMAP and for submission (Postfix asks Dovecot):
+#                          Dovecot's oauth2 passdb checks each token with a
+#                          POST to this RFC 7662 introspection URL, which must
+#                          answer 200 {"active":true,"username":"USER"} for a
+#                          good token and 200 {"active":false} for a bad one
+#                          (any other answer is an internal error: NO
+#                          [UNAVAILABLE]). Password logins keep working.
+#                          Default off (empty).
 #
 # After `start`, DIR/mailstack.env holds KEY=VALUE lines (ports, PIDs, users,
 # CA file) for tests to read. DIR/etc/cert.pem is a self-signed cert for
@@ -86,6 +96,7 @@ DC_SUBMISSION_PORT=$((2587 + OFF))
 DC_SUBMISSIONS_PORT=$((2465 + OFF))
 DC_SUBMISSION=${MAILSTACK_DOVECOT_SUBMISSION:-0}
 METADATA=${MAILSTACK_METADATA:-0}
+OAUTH2_URL=${MAILSTACK_OAUTH2_URL:-}
 MAIL_UID=${MAILSTACK_UID:-5000}
 USERS=${MAILSTACK_USERS:-"alice@example.test:alicepw bob@example.test:bobpw"}
 HOSTNAME_FQDN=mail.example.test
@@ -196,6 +207,19 @@ cmd_start() {
   done
   domains=${domains# }; local maindom=${domains%% *}
   chown root:dovecot "$D/etc/passwd"; chmod 0640 "$D/etc/passwd"
+  if [ -n "$OAUTH2_URL" ]; then
+    case "$OAUTH2_URL" in http://*|https://*) ;; *) die "MAILSTACK_OAUTH2_URL must be an http(s) URL" ;; esac
+    # read by the auth process (user dovecot); it holds no secret
+    cat >"$D/etc/dovecot-oauth2.conf.ext" <<EOF
+introspection_mode = post
+introspection_url = $OAUTH2_URL
+username_attribute = username
+active_attribute = active
+active_value = true
+timeout_msecs = 2000
+EOF
+    chmod 0644 "$D/etc/dovecot-oauth2.conf.ext"
+  fi
   chown -R "$MAIL_UID:$MAIL_UID" "$D/mail"; chmod 0755 "$D/mail"
 
   local debug_dc="" ; [ "${MAILSTACK_DEBUG:-}" = 1 ] && debug_dc="auth_verbose = yes
@@ -230,7 +254,7 @@ ssl_min_protocol = TLSv1.2
 # loopback counts as secure for Dovecot anyway; this also allows LOGIN
 # in clear on 1143 from any address it might be reached at.
 disable_plaintext_auth = no
-auth_mechanisms = plain login
+auth_mechanisms = plain login$([ -n "$OAUTH2_URL" ] && echo " oauthbearer xoauth2")
 auth_username_format = %Lu
 # tests: answer failed logins at once and do not slow down later logins from
 # 127.0.0.1 after failures (the per-IP auth penalty is off when auth cannot
@@ -240,7 +264,18 @@ auth_failure_delay = 0
 passdb {
   driver = passwd-file
   args = scheme=PLAIN username_format=%u $D/etc/passwd
+$([ -n "$OAUTH2_URL" ] && echo "  # passwords only: tokens go to the oauth2 passdb below
+  mechanisms = plain login")
 }
+$(if [ -n "$OAUTH2_URL" ]; then cat <<EOS
+# OAuth logins: each token is checked at the introspection URL
+passdb {
+  driver = oauth2
+  mechanisms = xoauth2 oauthbearer
+  args = $D/etc/dovecot-oauth2.conf.ext
+}
+EOS
+fi)
 userdb {
   driver = passwd-file
   args = username_format=%u $D/etc/passwd

@@ -33,7 +33,7 @@ step() { printf '\n==> %s\n' "$*"; }
 MAIL_PKGS="dovecot-core dovecot-imapd dovecot-lmtpd postfix"
 missing_pkgs() {
   local p
-  for p in $MAIL_PKGS openssl python3; do
+  for p in $MAIL_PKGS openssl python3 chromium; do  # chromium: the OAuth sign-in test (puppeteer-core)
     dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || printf '%s ' "$p"
   done
   # go test -race needs cgo, hence a C compiler

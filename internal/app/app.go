@@ -25,6 +25,8 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/httpapi"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/oauth"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/pool"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
@@ -47,6 +49,7 @@ type App struct {
 	mailbox *mailbox.Client
 	tools   []tools.Tool
 	handler http.Handler
+	metrics *metrics.Metrics // nil without METRICS_ADDR
 }
 
 // New builds the gateway from cfg.
@@ -72,10 +75,11 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	m := newMetrics(cfg)
 	mb := mailbox.New(mailbox.Config{
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
 		TLS: tlsConf, Timeout: cfg.IMAPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
-		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder,
+		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder, Observer: mailObserver(m),
 	}, pool.Config{
 		MaxTotal: cfg.MaxPoolSize, MaxPerGroup: cfg.MaxPoolPerUser, IdleTimeout: cfg.PoolIdleTime,
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second, Revalidate: cfg.PoolRevalidate,
@@ -85,7 +89,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
-		MaxInlineAttachment: cfg.InlineAttachmentLimit()}
+		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m}
 	var sub *submission.Client
 	if cfg.SMTPEnabled() {
 		smtpTLS, err := cfg.TLSConfig(cfg.SMTPHost)
@@ -96,7 +100,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		sub = submission.New(submission.Config{
 			Host: cfg.SMTPHost, Port: cfg.SMTPPort, Security: transport.Security(cfg.SMTPMode()),
 			TLS: smtpTLS, Timeout: cfg.SMTPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
-			Guard: limits,
+			Guard: limits, Observer: mailObserver(m),
 		}, log)
 	}
 	if cfg.AgentsEnabled() {
@@ -113,6 +117,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	// sentences, and it recovers its own panics: mcp-go's schema validation
 	// and recovery would only shadow it.
 	toolset := tools.All(deps)
+	watchGateway(m, cfg, mb, toolset)
 	// tools/list shows each request only what its access allows.
 	hooks := &server.Hooks{}
 	hooks.AddAfterListTools(tools.ListFilter(deps, toolset))
@@ -144,6 +149,13 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		server.WithDisableLocalhostProtection(true),
 		server.WithStreamableHTTPLogger(log.With("component", "mcp")),
 	)
+	// The gateway as its own OAuth authorization server (PUBLIC_URL, OAUTH=on).
+	var signIn httpapi.OAuth
+	if cfg.OAuthEnabled() {
+		signIn = oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
+			Operator: cfg.Access(), AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, Logger: log,
+			Observe: m.OAuth, SMTP: smtpVerifier(sub)})
+	}
 	handler := httpapi.New(httpapi.Options{
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,
 		MaxRequestBytes: cfg.MaxRequestBytes, Logger: log,
@@ -152,8 +164,9 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		REST: mirror,
 		// Attachment download links (imap_get_attachment) and their base URL.
 		Attachments: download.New(sealer, mb, limits, log), PublicURL: cfg.PublicURL,
+		OAuth: signIn,
 	}, tools.RPCErrors(streamable))
-	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: handler}, nil
+	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m}, nil
 }
 
 // PoolStats reports the IMAP connection pool's counters.
@@ -198,6 +211,15 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 			return err
 		}
 		defer stopPprof()
+	}
+	if a.metrics != nil {
+		stopMetrics, err := a.serveMetrics()
+		if err != nil {
+			srv.Close()
+			<-errc
+			return err
+		}
+		defer stopMetrics()
 	}
 	a.log.Info("listening", "addr", ln.Addr().String(), "imap", net.JoinHostPort(a.cfg.IMAPHost, fmt.Sprint(a.cfg.IMAPPort)),
 		"imap_security", string(a.cfg.IMAPMode()), "smtp_enabled", a.cfg.SMTPEnabled(), "version", buildinfo.Version())
@@ -261,4 +283,14 @@ func (a *App) Run(ctx context.Context) error {
 // NewLogger makes the JSON logger at level, tagging lines with request ids.
 func NewLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(reqlog.Handler{Handler: slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})})
+}
+
+// smtpVerifier is the sign-in page's check of the SMTP login: none
+// without SMTP (a nil *submission.Client must not become a non-nil
+// interface).
+func smtpVerifier(sub *submission.Client) oauth.Verifier {
+	if sub == nil {
+		return nil
+	}
+	return sub
 }

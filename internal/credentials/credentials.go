@@ -18,11 +18,15 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 )
 
-// Credentials are one mailbox login. The password is unexported so that it
-// can only be read on purpose, with Password.
+// Credentials are one mailbox login: a user name with either a password or
+// an OAuth access token (for providers such as Gmail and Microsoft 365,
+// which take one through SASL XOAUTH2 or OAUTHBEARER). The secret is
+// unexported so that it can only be read on purpose, with Password or
+// AccessToken.
 type Credentials struct {
 	User     string
-	password string
+	password string // the password, or the access token when oauth
+	oauth    bool
 	// Scope is what the caller's token narrows the operator's permissions
 	// to; zero for credentials from headers.
 	Scope access.Scope
@@ -37,18 +41,78 @@ func New(user, password string) Credentials {
 	return Credentials{User: user, password: password}
 }
 
-// Password returns the password, for the login itself and nothing else.
-func (c Credentials) Password() string { return c.password }
+// NewOAuth makes Credentials from a user name and an OAuth 2.0 access token
+// issued for the mail server (scope https://mail.google.com/ at Google,
+// IMAP.AccessAsUser.All and SMTP.Send at Microsoft). The gateway only
+// presents the token; getting and refreshing it is the client's job.
+func NewOAuth(user, accessToken string) Credentials {
+	return Credentials{User: user, password: accessToken, oauth: true}
+}
+
+// Mechanism is how a credential proves itself to the mail server.
+type Mechanism int
+
+const (
+	// MechPassword is a password: IMAP LOGIN, SMTP AUTH PLAIN or LOGIN.
+	MechPassword Mechanism = iota
+	// MechOAuth is an OAuth access token: SASL OAUTHBEARER (RFC 7628) or
+	// XOAUTH2, whichever the server offers.
+	MechOAuth
+)
+
+func (m Mechanism) String() string {
+	if m == MechOAuth {
+		return "oauth"
+	}
+	return "password"
+}
+
+// Mechanism tells the login layer how to log in with c.
+func (c Credentials) Mechanism() Mechanism {
+	if c.oauth {
+		return MechOAuth
+	}
+	return MechPassword
+}
+
+// Password returns the password, for the login itself and nothing else;
+// "" for OAuth credentials, so that a token is never sent as a password.
+func (c Credentials) Password() string {
+	if c.oauth {
+		return ""
+	}
+	return c.password
+}
+
+// AccessToken returns the OAuth access token, for the login itself and
+// nothing else; "" for password credentials.
+func (c Credentials) AccessToken() string {
+	if !c.oauth {
+		return ""
+	}
+	return c.password
+}
 
 // Valid reports whether both parts are present.
 func (c Credentials) Valid() bool { return c.User != "" && c.password != "" }
 
-// String hides the password, so fmt and %v never print it.
-func (c Credentials) String() string { return c.User + " (password redacted)" }
+// String hides the secret, so fmt and %v never print it.
+func (c Credentials) String() string { return c.User + " (" + c.secretName() + " redacted)" }
 
-// GoString hides the password from %#v too.
+// GoString hides the secret from %#v too.
 func (c Credentials) GoString() string {
-	return "credentials.Credentials{User:" + fmt.Sprintf("%q", c.User) + ", password:REDACTED}"
+	field := "password"
+	if c.oauth {
+		field = "accessToken"
+	}
+	return "credentials.Credentials{User:" + fmt.Sprintf("%q", c.User) + ", " + field + ":REDACTED}"
+}
+
+func (c Credentials) secretName() string {
+	if c.oauth {
+		return "access token"
+	}
+	return "password"
 }
 
 // LogValue makes slog print only the user.
@@ -73,11 +137,13 @@ var poolSecret = func() []byte {
 	return b
 }()
 
-// Key identifies this exact login at host (host, user and password), for the
-// connection pool: a wrong password never maps to a logged-in connection.
+// Key identifies this exact login at host (host, user, kind of secret and
+// the secret), for the connection pool: a wrong password never maps to a
+// logged-in connection, and neither does another token, nor a password
+// that happens to equal a token.
 func (c Credentials) Key(host string) string {
 	m := hmac.New(sha256.New, poolSecret)
-	for _, s := range []string{host, c.User, c.password} {
+	for _, s := range []string{host, c.User, c.Mechanism().String(), c.password} {
 		fmt.Fprintf(m, "%d:%s", len(s), s)
 	}
 	return hex.EncodeToString(m.Sum(nil))

@@ -52,6 +52,7 @@ type linkPayload struct {
 	UV  uint32 `json:"uv"`
 	Pt  string `json:"pt"`
 	Exp int64  `json:"exp"`
+	K   string `json:"k,omitempty"` // as in a token's payload
 }
 
 // SealLink returns a link for l under the current key. The expiry keeps
@@ -68,7 +69,11 @@ func (s *Sealer) SealLink(l Link) (string, error) {
 	case strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0):
 		return "", ErrNUL
 	}
-	plain, err := json.Marshal(linkPayload{U: c.User, P: c.password, F: l.Folder, ID: l.UID, UV: l.UIDValidity, Pt: l.PartID, Exp: l.Expires.Unix()})
+	lp := linkPayload{U: c.User, P: c.password, F: l.Folder, ID: l.UID, UV: l.UIDValidity, Pt: l.PartID, Exp: l.Expires.Unix()}
+	if c.oauth {
+		lp.K = kindOAuth
+	}
+	plain, err := json.Marshal(lp)
 	if err != nil {
 		return "", err
 	}
@@ -114,10 +119,14 @@ func (s *Sealer) OpenLink(link string, now time.Time) (Link, error) {
 	}
 	defer clear(plain)
 	var p linkPayload
-	if err := json.Unmarshal(plain, &p); err != nil || p.U == "" || p.P == "" || p.F == "" || p.ID == 0 || p.Pt == "" {
+	if err := json.Unmarshal(plain, &p); err != nil || p.U == "" || p.P == "" || p.F == "" || p.ID == 0 || p.Pt == "" || (p.K != "" && p.K != kindOAuth) {
 		return Link{}, ErrLinkMalformed
 	}
-	l := Link{Creds: New(p.U, p.P), Folder: p.F, UID: p.ID, UIDValidity: p.UV, PartID: p.Pt, Expires: time.Unix(p.Exp, 0)}
+	creds := New(p.U, p.P)
+	if p.K == kindOAuth {
+		creds = NewOAuth(p.U, p.P)
+	}
+	l := Link{Creds: creds, Folder: p.F, UID: p.ID, UIDValidity: p.UV, PartID: p.Pt, Expires: time.Unix(p.Exp, 0)}
 	if !now.Before(l.Expires) {
 		return Link{}, ErrLinkExpired
 	}

@@ -53,6 +53,9 @@ var (
 	ErrNUL = errors.New("the user name and password must not contain a NUL character")
 )
 
+// kindOAuth marks a sealed secret that is an OAuth access token.
+const kindOAuth = "oauth"
+
 // payload is the sealed content. Version 1 has no scope and no agent; a
 // scoped token, or one bound to an agent, is version 2, so that a gateway
 // too old to know them refuses it (ErrVersion) instead of ignoring the
@@ -69,6 +72,9 @@ type payload struct {
 	// Ag is the agent name the token acts as: binding, a request cannot
 	// name another. Version 2 only.
 	Ag string `json:"ag,omitempty"`
+	// K is the kind of secret P holds: "" a password, "oauth" an OAuth
+	// access token. Version 2 only.
+	K string `json:"k,omitempty"`
 }
 
 type sealKey struct {
@@ -149,6 +155,9 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	if c.Agent != "" {
 		p.V, p.Ag = 2, c.Agent
 	}
+	if c.oauth {
+		p.V, p.K = 2, kindOAuth
+	}
 	plain, err := json.Marshal(p)
 	if err != nil {
 		return "", err
@@ -204,10 +213,13 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 	}
 	defer clear(plain)
 	var p payload
-	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "")) {
+	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "")) || (p.K != "" && p.K != kindOAuth) {
 		return Credentials{}, ErrVersion
 	}
 	c := New(p.U, p.P)
+	if p.K == kindOAuth {
+		c = NewOAuth(p.U, p.P)
+	}
 	if p.V == 2 {
 		c.Scope.NoSend = p.NS
 		if p.A != "" {

@@ -67,6 +67,11 @@ type Options struct {
 	// it from each request (scheme from TLS, or from X-Forwarded-Proto of
 	// a trusted proxy; the Host header, which the Host rule has checked).
 	PublicURL string
+	// OAuth, when set (PUBLIC_URL and OAUTH=on), is the gateway's own
+	// authorization server: its paths are served (behind the Host,
+	// in-flight and client-address checks), Authorization: Bearer is
+	// accepted on /mcp and /v1/, and anonymous /mcp gets 401 (bearer.go).
+	OAuth OAuth
 }
 
 // New returns the gateway's HTTP handler, with mcp (mcp-go's streamable
@@ -83,9 +88,9 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	api := http.NewServeMux()
 	base := func(next http.Handler) http.Handler { return withBase(opts.PublicURL, opts.TrustedProxies, next) }
-	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withCredentials(withAgent(false, mcp))))))
+	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, false, withCredentials(withAgent(false, mcp)))))))
 	if opts.REST != nil {
-		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withCredentials(withAgent(true, opts.REST)))))
+		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, true, withCredentials(withAgent(true, opts.REST))))))
 	}
 	if opts.Attachments != nil {
 		api.Handle(download.Prefix, clientAddr(opts.TrustedProxies, opts.Attachments))
@@ -98,6 +103,12 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	if opts.Attachments != nil {
 		mux.Handle(download.Prefix, guarded)
+	}
+	if opts.OAuth != nil {
+		signIn := limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(opts.TrustedProxies, http.MaxBytesHandler(opts.OAuth, 64<<10))))
+		for _, p := range []string{"/.well-known/", "/authorize", "/token", "/register"} {
+			mux.Handle(p, signIn)
+		}
 	}
 	mux.HandleFunc("/health", health(opts.Version))
 	return logRequests(log, recoverPanics(log, mux))
@@ -147,15 +158,31 @@ func mcpOnly(next http.Handler) http.Handler {
 // token is a tool error). Half a pair, both kinds at once, or a NUL byte
 // is refused: each is always a client mistake, or an attack.
 func withCredentials(next http.Handler) http.Handler {
+	// An OAuth access token for the mail server itself (Gmail, Microsoft
+	// 365), sent with x-imap-user instead of x-imap-pass.
+	const headerOAuthToken = "X-Imap-Oauth-Token"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass := strings.TrimSpace(r.Header.Get(HeaderUser)), r.Header.Get(HeaderPass)
 		token := strings.TrimSpace(r.Header.Get(HeaderToken))
+		oauth := strings.TrimSpace(r.Header.Get(headerOAuthToken))
 		if strings.ContainsRune(user, 0) || strings.ContainsRune(pass, 0) || strings.ContainsRune(token, 0) {
 			httpError(w, http.StatusBadRequest, "a NUL byte is not allowed in x-imap-user, x-imap-pass or x-mailbox-token")
 			return
 		}
 		ctx := r.Context()
 		switch {
+		case oauth != "" && (pass != "" || token != ""):
+			httpError(w, http.StatusBadRequest, "send x-imap-oauth-token (with x-imap-user) instead of x-imap-pass or x-mailbox-token, not together with either")
+			return
+		case oauth != "" && user == "":
+			httpError(w, http.StatusBadRequest, "x-imap-oauth-token needs x-imap-user: the mailbox address the access token was issued for")
+			return
+		case oauth != "" && !credentials.ValidAccessToken(oauth):
+			httpError(w, http.StatusBadRequest, "x-imap-oauth-token is not an OAuth access token: it must be printable ASCII without spaces (send the token itself, without \"Bearer \")")
+			return
+		case oauth != "":
+			ctx = credentials.NewContext(ctx, credentials.NewOAuth(user, oauth))
+			reqlog.FromContext(ctx).SetUser(user)
 		case token != "" && (user != "" || pass != ""):
 			httpError(w, http.StatusBadRequest, "send either x-mailbox-token or x-imap-user and x-imap-pass, not both")
 			return

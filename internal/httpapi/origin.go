@@ -38,7 +38,7 @@ func (p originPolicy) allows(origin string) bool {
 	return p.any
 }
 
-const corsAllowHeaders = "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-Id, X-Imap-User, X-Imap-Pass, X-Mailbox-Token, X-Mailbox-Agent, X-Request-Id"
+const corsAllowHeaders = "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-Id, X-Imap-User, X-Imap-Pass, X-Imap-Oauth-Token, X-Mailbox-Token, X-Mailbox-Agent, X-Request-Id"
 
 // wrap refuses a disallowed Origin with 403, answers CORS preflights, and
 // adds CORS headers for allowed origins.

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,10 +39,12 @@ type Config struct {
 	// TrashFolder and DraftsFolder name those folders (TRASH_FOLDER,
 	// DRAFTS_FOLDER); "" finds them by special use, then by usual names.
 	TrashFolder, DraftsFolder string
+	// Observer, when set, is told how dials and logins end (metrics).
+	Observer transport.Observer
 }
 
 func (c Config) endpoint() transport.Endpoint {
-	return transport.Endpoint{Host: c.Host, Port: c.Port, Security: c.Security, TLS: c.TLS, ALPN: "imap"}
+	return transport.Endpoint{Host: c.Host, Port: c.Port, Security: c.Security, TLS: c.TLS, ALPN: "imap", Observer: c.Observer}
 }
 
 // Steps of a connection's life that a timeout can name; connecting and
@@ -134,12 +138,13 @@ func refusedLogin(err error) bool {
 	return mailerr.KindOf(err) == mailerr.Auth && errors.As(err, &ie) && ie.Code != imap.ResponseCodePrivacyRequired
 }
 
-func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
+func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (_ *Conn, err error) {
 	ep := cfg.endpoint()
 	netConn, err := transport.Dial(ctx, ep)
 	if err != nil {
 		return nil, err
 	}
+	defer func(start time.Time) { ep.Observed(transport.StepLogin, start, err) }(time.Now())
 	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder()}
 	if tune != nil {
 		tune(opts)
@@ -195,6 +200,13 @@ func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn,
 		return conn, nil // PREAUTH (refused by go-imap after STARTTLS)
 	}
 	*step = stepLogin
+	if creds.Mechanism() == credentials.MechOAuth {
+		if err := authenticateOAuth(c, creds); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
 	if c.Caps().Has(imap.CapLoginDisabled) {
 		conn.Close()
 		return nil, mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
@@ -205,6 +217,54 @@ func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn,
 	}
 	return conn, nil
 }
+
+// authenticateOAuth logs in with an access token: AUTHENTICATE OAUTHBEARER
+// or XOAUTH2, whichever the server advertises (LOGINDISABLED does not
+// apply: it is about LOGIN only).
+func authenticateOAuth(c *imapclient.Client, creds credentials.Credentials) error {
+	if !credentials.ValidAccessToken(creds.AccessToken()) {
+		return mailerr.New(mailerr.Auth, "the OAuth access token is malformed: an access token is printable ASCII without spaces")
+	}
+	offered := c.Caps().AuthMechanisms()
+	mech, ok := creds.OAuthSASL(offered)
+	if !ok {
+		slices.Sort(offered)
+		return mailerr.Newf(mailerr.Auth,
+			"the mail server offers no OAuth login (AUTH=OAUTHBEARER or AUTH=XOAUTH2), so an access token cannot be used here; it offers: %s",
+			mechanismList(offered))
+	}
+	if err := c.Authenticate(mech); err != nil {
+		return oauthLoginError(err)
+	}
+	return nil
+}
+
+// mechanismList names the SASL mechanisms a server offers, for an error.
+func mechanismList(offered []string) string {
+	if len(offered) == 0 {
+		return "no SASL mechanism at all"
+	}
+	list := strings.Join(offered, " ")
+	if len(list) > 120 {
+		list = list[:120] + "…"
+	}
+	return list
+}
+
+// oauthLoginError is loginError for AUTHENTICATE with an access token: a
+// refusal says the token was refused, since expiry and a missing scope are
+// what usually cause it.
+func oauthLoginError(err error) error {
+	me := loginError(err)
+	var ie *imap.Error
+	if mailerr.KindOf(me) == mailerr.Auth && errors.As(err, &ie) && ie.Code != imap.ResponseCodePrivacyRequired {
+		return mailerr.Wrap(mailerr.Auth, err, oauthRefused)
+	}
+	return me
+}
+
+// oauthRefused is the sentence for a refused access token.
+const oauthRefused = "authentication failed: the mail server refused the OAuth access token (it has expired, was revoked, lacks the mail scope, or belongs to another user); get a fresh access token from the provider and try again"
 
 // loginError classifies a failed LOGIN. A NO answer is an authentication
 // failure whether or not the server sent the AUTHENTICATIONFAILED code,

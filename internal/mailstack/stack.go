@@ -95,6 +95,13 @@ type Options struct {
 	// Metadata turns on IMAP METADATA (RFC 5464) in Dovecot
 	// (MAILSTACK_METADATA=1): it then advertises METADATA. Off by default.
 	Metadata bool
+	// OAuthIntrospectionURL turns on OAuth logins (SASL OAUTHBEARER and
+	// XOAUTH2, for IMAP and submission) when set
+	// (MAILSTACK_OAUTH2_URL): Dovecot's oauth2 passdb POSTs each token to
+	// this RFC 7662 introspection endpoint, which must answer 200
+	// {"active":true,"username":USER} or 200 {"active":false}. Passwords
+	// keep working. Empty by default.
+	OAuthIntrospectionURL string
 }
 
 // The base ports of scripts/mailstack.sh (Dovecot's own submission server,
@@ -391,7 +398,7 @@ func (s *Stack) env() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "MAILSTACK_PORT_OFFSET", "MAILSTACK_USERS", "MAILSTACK_UID", "MAILSTACK_DOVECOT_SUBMISSION", "MAILSTACK_METADATA":
+		case "PATH", "MAILSTACK_PORT_OFFSET", "MAILSTACK_USERS", "MAILSTACK_UID", "MAILSTACK_DOVECOT_SUBMISSION", "MAILSTACK_METADATA", "MAILSTACK_OAUTH2_URL":
 			continue
 		}
 		env = append(env, kv)
@@ -411,6 +418,7 @@ func (s *Stack) env() []string {
 		"MAILSTACK_USERS="+strings.Join(users, " "),
 		"MAILSTACK_DOVECOT_SUBMISSION=0",
 		"MAILSTACK_METADATA="+boolEnv(s.opts.Metadata),
+		"MAILSTACK_OAUTH2_URL="+s.opts.OAuthIntrospectionURL,
 	)
 }
 

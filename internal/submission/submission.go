@@ -55,11 +55,13 @@ type Config struct {
 	// be used to guess passwords past the login-failure back-off the IMAP
 	// side applies; nil admits all.
 	Guard *guard.Guard
+	// Observer, when set, is told how dials and logins end (metrics).
+	Observer transport.Observer
 }
 
 func (c Config) endpoint() transport.Endpoint {
 	return transport.Endpoint{Host: c.Host, Port: c.Port, Security: c.Security, TLS: c.TLS,
-		ALPN: "smtp", Server: "the SMTP server"}
+		ALPN: "smtp", Server: "the SMTP server", Observer: c.Observer}
 }
 
 // Client sends mail for many users: each Send is one SMTP session of its
@@ -166,6 +168,37 @@ func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from s
 	return res, nil
 }
 
+// Verify logs in to the submission server with creds and logs out,
+// sending nothing: the sign-in page checks that a login asking to send
+// can. The login back-off applies as for Send.
+func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) error {
+	if err := c.checkConfig(); err != nil {
+		return err
+	}
+	if !creds.Valid() {
+		return mailerr.New(mailerr.NoCredentials, "no mailbox credentials for sending mail")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	attempt, err := c.cfg.Guard.BeginLogin(ctx, creds)
+	if err != nil {
+		return err
+	}
+	s := &session{cfg: c.cfg, ep: c.cfg.endpoint(), ctx: ctx}
+	sc, done, err := s.login(creds)
+	switch {
+	case err == nil:
+		attempt.Succeeded()
+		_ = sc.Quit()
+		done()
+	case s.phase == phaseAuth && refusedAuth(err):
+		attempt.Refused()
+	default:
+		attempt.Abandoned()
+	}
+	return err
+}
+
 func (c *Client) checkConfig() error {
 	switch c.cfg.Security {
 	case transport.TLS, transport.StartTLS:
@@ -241,33 +274,11 @@ type session struct {
 // send runs the conversation. go-smtp takes no context: the connection is
 // closed when ctx ends, which ends whatever go-smtp is waiting for.
 func (s *session) send(creds credentials.Credentials, from string, rcpts []string, msg io.Reader, size int64) (*Result, string, error) {
-	s.phase = phaseConnect
-	conn, err := transport.Dial(s.ctx, s.ep)
-	if err != nil {
-		var me *mailerr.Error
-		if errors.As(err, &me) && me.Kind == mailerr.Timeout {
-			return nil, "", sentOrNot(me, s.phase)
-		}
-		return nil, "", err
-	}
-	// Closing the TCP connection under TLS breaks any read or write at
-	// once; tls.Conn.Close would first try to send an alert.
-	raw := conn
-	if tc, ok := conn.(*tls.Conn); ok {
-		raw = tc.NetConn()
-	}
-	defer raw.Close()
-	stop := context.AfterFunc(s.ctx, func() { raw.Close() })
-	defer stop()
-
-	sc, err := s.connect(conn)
+	sc, done, err := s.login(creds)
 	if err != nil {
 		return nil, "", err
 	}
-	defer sc.Close()
-	if err := s.auth(sc, creds); err != nil {
-		return nil, "", err
-	}
+	defer done()
 	res, reply, err := s.transaction(sc, from, rcpts, msg, size)
 	if err != nil {
 		return nil, "", err
@@ -275,6 +286,39 @@ func (s *session) send(creds credentials.Credentials, from string, rcpts []strin
 	// The message is accepted: a failed QUIT changes nothing.
 	_ = sc.Quit()
 	return res, reply, nil
+}
+
+// login dials, secures the connection and authenticates; done closes it.
+func (s *session) login(creds credentials.Credentials) (sc *smtp.Client, done func(), err error) {
+	s.phase = phaseConnect
+	conn, err := transport.Dial(s.ctx, s.ep)
+	if err != nil {
+		var me *mailerr.Error
+		if errors.As(err, &me) && me.Kind == mailerr.Timeout {
+			return nil, nil, sentOrNot(me, s.phase)
+		}
+		return nil, nil, err
+	}
+	// Closing the TCP connection under TLS breaks any read or write at
+	// once; tls.Conn.Close would first try to send an alert.
+	raw := conn
+	if tc, ok := conn.(*tls.Conn); ok {
+		raw = tc.NetConn()
+	}
+	stop := context.AfterFunc(s.ctx, func() { raw.Close() })
+	closeRaw := func() { stop(); raw.Close() }
+
+	loginStart := time.Now()
+	if sc, err = s.connect(conn); err != nil {
+		closeRaw()
+		return nil, nil, s.ep.Observed(transport.StepLogin, loginStart, err)
+	}
+	done = func() { sc.Close(); closeRaw() }
+	if err := s.ep.Observed(transport.StepLogin, loginStart, s.auth(sc, creds)); err != nil {
+		done()
+		return nil, nil, err
+	}
+	return sc, done, nil
 }
 
 // connect does STARTTLS (the TLS handshake of implicit TLS is done by
@@ -331,6 +375,9 @@ func (s *session) auth(sc *smtp.Client, creds credentials.Credentials) error {
 		return mailerr.New(mailerr.Unavailable,
 			"the mail server does not offer authentication on this connection; check the SMTP port and security setting (submission is usually starttls on 587 or tls on 465)")
 	}
+	if creds.Mechanism() == credentials.MechOAuth {
+		return s.authOAuth(sc, creds)
+	}
 	var mech sasl.Client
 	switch {
 	case sc.SupportsAuth(sasl.Plain):
@@ -347,6 +394,31 @@ func (s *session) auth(sc *smtp.Client, creds credentials.Credentials) error {
 	}
 	return nil
 }
+
+// authOAuth logs in with an access token: AUTH OAUTHBEARER, or XOAUTH2
+// when only that is offered.
+func (s *session) authOAuth(sc *smtp.Client, creds credentials.Credentials) error {
+	_, offered := sc.Extension("AUTH")
+	if !credentials.ValidAccessToken(creds.AccessToken()) {
+		return mailerr.New(mailerr.Auth, "the OAuth access token is malformed: an access token is printable ASCII without spaces")
+	}
+	mech, ok := creds.OAuthSASL(strings.Fields(offered))
+	if !ok {
+		return mailerr.Newf(mailerr.Unavailable,
+			"the mail server offers no OAuth login (AUTH OAUTHBEARER or XOAUTH2), so an access token cannot be used for sending; it offers: %s", printable(offered, 80))
+	}
+	if err := sc.Auth(mech); err != nil {
+		me := s.failPolitely(sc, err, "")
+		if refusedAuth(me) {
+			return mailerr.Wrap(mailerr.Auth, err, oauthRefused)
+		}
+		return me
+	}
+	return nil
+}
+
+// oauthRefused is the sentence for a refused access token.
+const oauthRefused = "authentication failed: the mail server refused the OAuth access token (it has expired, was revoked, lacks the mail-sending scope, or belongs to another user); get a fresh access token from the provider and try again"
 
 // transaction sends MAIL FROM, RCPT TO for each recipient, and the message.
 func (s *session) transaction(sc *smtp.Client, from string, rcpts []string, msg io.Reader, size int64) (*Result, string, error) {

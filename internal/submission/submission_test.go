@@ -774,3 +774,20 @@ func TestDemoServer(t *testing.T) {
 	_, err = submission.New(cfg, nil).Send(context.Background(), creds, demo.AliceAddress, rcpts, message(t, demo.AliceAddress, rcpts...))
 	wantKind(t, err, mailerr.Internal, "unencrypted")
 }
+
+// Verify against Postfix: the right login passes and nothing is sent;
+// a wrong password is the usual auth error.
+func TestPostfixVerify(t *testing.T) {
+	st := mailtest.Shared(t)
+	c := stackClient(t, st, transport.StartTLS)
+	before := inboxCount(t, st, bob)
+	if err := c.Verify(context.Background(), alice); err != nil {
+		t.Fatalf("Verify with alice's login: %v", err)
+	}
+	err := c.Verify(context.Background(), credentials.New(mailtest.Alice, "not-alices-password"))
+	wantKind(t, err, mailerr.Auth, "authentication failed: the mail server rejected the user name or password")
+	time.Sleep(500 * time.Millisecond)
+	if n := inboxCount(t, st, bob); n != before {
+		t.Errorf("Verify delivered something: bob's INBOX went from %d to %d", before, n)
+	}
+}

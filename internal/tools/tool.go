@@ -31,6 +31,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
 )
@@ -63,6 +64,8 @@ type Deps struct {
 	// result or a resource (MAX_ATTACHMENT_BYTES); larger ones come as a
 	// download link. 0 means the default, 5 MiB.
 	MaxInlineAttachment int64
+	// Metrics counts calls by tool and outcome and times them (nil: none).
+	Metrics *metrics.Metrics
 }
 
 // operatorLevel is the most any caller may do here.
@@ -230,6 +233,14 @@ type Outcome struct {
 	Kind    mailerr.Kind
 }
 
+// outcome is the call's outcome for metrics: "ok" or the error kind.
+func (o Outcome) outcome() string {
+	if o.Failed {
+		return o.Kind.String()
+	}
+	return "ok"
+}
+
 // Invoke calls the tool with raw arguments (a JSON object as decoded by
 // encoding/json) through the same adapter as MCP. progress may be nil.
 func (t Tool) Invoke(ctx context.Context, raw any, progress ProgressFunc) Outcome {
@@ -302,6 +313,8 @@ var errCallTimeout = errors.New("tool call timeout")
 func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress ProgressFunc) (out Outcome) {
 	rec := reqlog.FromContext(ctx)
 	rec.SetTool(t.Name)
+	// Runs last, after the panic recovery below has set out.
+	defer func(start time.Time) { d.Metrics.ToolCall(t.Name, out.outcome(), time.Since(start)) }(time.Now())
 	// One bad message must never take the gateway down; the stack goes to
 	// the log, the caller gets a sentence.
 	defer func() {

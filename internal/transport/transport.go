@@ -45,6 +45,8 @@ type Endpoint struct {
 	// Server is how messages and steps name the server ("the SMTP server");
 	// "the mail server" when empty.
 	Server string
+	// Observer, when set, is told how dials and logins end (metrics).
+	Observer Observer
 }
 
 // Addr is host:port.
@@ -92,7 +94,8 @@ func (e Endpoint) ClientTLS() *tls.Config {
 // has no deadline set; ending ctx later does not close it. Errors are
 // *mailerr.Error: Unavailable for a failure to reach or trust the server,
 // Timeout (with the step) when ctx ends first.
-func Dial(ctx context.Context, e Endpoint) (net.Conn, error) {
+func Dial(ctx context.Context, e Endpoint) (_ net.Conn, err error) {
+	defer func(start time.Time) { e.Observed(StepDial, start, err) }(time.Now())
 	d := net.Dialer{KeepAlive: 30 * time.Second}
 	raw, err := d.DialContext(ctx, "tcp", e.Addr())
 	if err != nil {

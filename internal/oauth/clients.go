@@ -1,0 +1,260 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+)
+
+// client is what the server knows of a client: its name and the redirect
+// URIs it may use.
+type client struct {
+	Name         string   `json:"n"`
+	RedirectURIs []string `json:"r"`
+}
+
+const (
+	maxRedirectURIs   = 10
+	maxRedirectURILen = 1000
+	maxClientName     = 100
+	maxMetadataBytes  = 64 << 10
+)
+
+// registration is the part of an RFC 7591 request (and of a client
+// metadata document) the server reads.
+type registration struct {
+	ClientID     string   `json:"client_id"`
+	ClientName   string   `json:"client_name"`
+	RedirectURIs []string `json:"redirect_uris"`
+	AuthMethod   string   `json:"token_endpoint_auth_method"`
+}
+
+// validRedirectURI accepts https URIs, and http ones on a loopback
+// address for native clients (RFC 8252 §7.3); no fragment, no user info.
+func validRedirectURI(raw string) bool {
+	if len(raw) > maxRedirectURILen {
+		return false
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil || !u.IsAbs() {
+		return false
+	}
+	switch u.Scheme {
+	case "https":
+		return true
+	case "http":
+		h := u.Hostname()
+		if h == "localhost" {
+			return true
+		}
+		a, err := netip.ParseAddr(h)
+		return err == nil && a.IsLoopback()
+	}
+	return false
+}
+
+// checkClient validates a registration's name and redirect URIs.
+func checkClient(reg registration) (client, error) {
+	if len(reg.RedirectURIs) == 0 || len(reg.RedirectURIs) > maxRedirectURIs {
+		return client{}, fmt.Errorf("redirect_uris must list 1 to %d URIs", maxRedirectURIs)
+	}
+	for _, u := range reg.RedirectURIs {
+		if !validRedirectURI(u) {
+			return client{}, errors.New("each redirect URI must be https, or http on a loopback address (127.0.0.1, [::1], localhost), without a fragment")
+		}
+	}
+	name := strings.TrimSpace(reg.ClientName)
+	if !utf8.ValidString(name) || utf8.RuneCountInString(name) > maxClientName {
+		return client{}, fmt.Errorf("client_name must be UTF-8 text of at most %d characters", maxClientName)
+	}
+	return client{Name: name, RedirectURIs: reg.RedirectURIs}, nil
+}
+
+// register is stateless dynamic client registration (RFC 7591): the
+// client_id is the sealed registration itself.
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	cors(w, r)
+	if r.Method == http.MethodOptions {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST, OPTIONS")
+		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "use POST")
+		return
+	}
+	var reg registration
+	if err := json.NewDecoder(io.LimitReader(r.Body, maxMetadataBytes)).Decode(&reg); err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_client_metadata", "the body must be a JSON client registration")
+		return
+	}
+	c, err := checkClient(reg)
+	if err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_redirect_uri", err.Error())
+		return
+	}
+	plain, _ := json.Marshal(c)
+	id, err := s.cfg.Sealer.SealOAuth(credentials.KindClient, plain)
+	if err != nil {
+		oauthError(w, http.StatusBadRequest, "invalid_client_metadata", "the registration is too large")
+		return
+	}
+	// Only public clients: whatever method was asked, none is what they get.
+	writeJSON(w, http.StatusCreated, map[string]any{
+		"client_id":                  id,
+		"client_id_issued_at":        s.now().Unix(),
+		"client_name":                c.Name,
+		"redirect_uris":              c.RedirectURIs,
+		"token_endpoint_auth_method": "none",
+		"grant_types":                []string{"authorization_code", "refresh_token"},
+		"response_types":             []string{"code"},
+	})
+}
+
+// lookupClient resolves a client_id: a sealed registration, or the URL of
+// a client metadata document.
+func (s *Server) lookupClient(ctx context.Context, id string) (client, error) {
+	if strings.HasPrefix(id, string(credentials.KindClient)) {
+		plain, err := s.cfg.Sealer.OpenOAuth(credentials.KindClient, id)
+		if err != nil {
+			return client{}, errors.New("this client_id was not issued by this server (or its key has changed): register the client again")
+		}
+		var c client
+		if err := json.Unmarshal(plain, &c); err != nil {
+			return client{}, errors.New("this client_id cannot be read: register the client again")
+		}
+		return c, nil
+	}
+	if strings.HasPrefix(id, "https://") {
+		return s.fetchClient(ctx, id)
+	}
+	return client{}, errors.New("unknown client_id: register the client (dynamic registration) or use the https URL of a client metadata document")
+}
+
+// fetchClient gets a client metadata document (draft-ietf-oauth-client-id-metadata-document):
+// at most 64 KiB, within 5 s, cached for a few minutes.
+func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
+	u, err := url.Parse(id)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.Path == "" || u.Path == "/" || u.Fragment != "" || u.User != nil || len(id) > maxRedirectURILen {
+		return client{}, errors.New("a client_id URL must be an https URL with a path")
+	}
+	if c, ok := s.clients.get(id, s.now()); ok {
+		return c, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
+	if err != nil {
+		return client{}, errors.New("the client metadata document cannot be fetched")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := s.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return client{}, errors.New("the client metadata document cannot be fetched")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return client{}, fmt.Errorf("the client metadata document answered HTTP %d", resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataBytes+1))
+	if err != nil || len(body) > maxMetadataBytes {
+		return client{}, errors.New("the client metadata document is too large or cut short")
+	}
+	var reg registration
+	if err := json.Unmarshal(body, &reg); err != nil {
+		return client{}, errors.New("the client metadata document is not JSON")
+	}
+	if reg.ClientID != id {
+		return client{}, errors.New("the client metadata document names another client_id than its URL")
+	}
+	if reg.AuthMethod != "" && reg.AuthMethod != "none" {
+		return client{}, errors.New("only public clients (token_endpoint_auth_method none) are supported")
+	}
+	c, err := checkClient(reg)
+	if err != nil {
+		return client{}, fmt.Errorf("the client metadata document: %v", err)
+	}
+	s.clients.put(id, c, s.now())
+	return c, nil
+}
+
+// clientCache keeps fetched metadata documents briefly.
+type clientCache struct {
+	mu      sync.Mutex
+	max     int
+	ttl     time.Duration
+	entries map[string]cachedClient
+}
+
+type cachedClient struct {
+	c       client
+	fetched time.Time
+}
+
+func newClientCache(max int, ttl time.Duration) *clientCache {
+	return &clientCache{max: max, ttl: ttl, entries: map[string]cachedClient{}}
+}
+
+func (cc *clientCache) get(id string, now time.Time) (client, bool) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	e, ok := cc.entries[id]
+	if !ok || now.Sub(e.fetched) > cc.ttl {
+		return client{}, false
+	}
+	return e.c, true
+}
+
+func (cc *clientCache) put(id string, c client, now time.Time) {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if len(cc.entries) >= cc.max {
+		for k, e := range cc.entries {
+			if now.Sub(e.fetched) > cc.ttl {
+				delete(cc.entries, k)
+			}
+		}
+		if len(cc.entries) >= cc.max {
+			clear(cc.entries)
+		}
+	}
+	cc.entries[id] = cachedClient{c, now}
+}
+
+// publicOnlyClient fetches only from public addresses: a client_id URL
+// must not make the gateway reach into its own network (SSRF).
+func publicOnlyClient() *http.Client {
+	d := &net.Dialer{Timeout: 5 * time.Second, Control: func(network, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return err
+		}
+		a := ap.Addr().Unmap()
+		if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast() ||
+			slices.ContainsFunc(blocked, func(p netip.Prefix) bool { return p.Contains(a) }) {
+			return errors.New("refusing a non-public address")
+		}
+		return nil
+	}}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = d.DialContext
+	tr.Proxy = nil
+	return &http.Client{Transport: tr, Timeout: 5 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+var blocked = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fc00::/7")}

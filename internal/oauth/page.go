@@ -1,0 +1,84 @@
+package oauth
+
+import (
+	"html/template"
+	"net/http"
+	"net/url"
+)
+
+// The sign-in page: one form, no JavaScript, labelled fields, the error
+// announced to screen readers. The client's name is what it registered
+// (untrusted): the redirect host is shown beside it, since that is where
+// the code goes.
+var pageTemplate = template.Must(template.New("page").Parse(`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<title>Sign in to your mailbox</title>
+<style>
+body{font-family:system-ui,sans-serif;max-width:30rem;margin:2rem auto;padding:0 1rem;line-height:1.5;color:#111;background:#fff}
+label{display:block;margin-top:1rem;font-weight:600}
+input[type=email],input[type=password],input[type=text]{width:100%;padding:.5rem;font-size:1rem;box-sizing:border-box}
+.hint{font-size:.9rem;color:#444;margin:.25rem 0 0}
+.error{border:2px solid #b00020;padding:.5rem 1rem;color:#b00020}
+.actions{margin-top:1.5rem;display:flex;gap:1rem}
+button{font-size:1rem;padding:.5rem 1.25rem}
+</style>
+</head>
+<body>
+<main>
+<h1>Sign in to your mailbox</h1>
+{{if .Fatal}}<p class="error" role="alert">{{.Fatal}}</p>{{else}}
+<p><strong>{{if .ClientName}}{{.ClientName}}{{else}}An app{{end}}</strong> (returning to <strong>{{.RedirectHost}}</strong>) asks to:</p>
+<ul>{{range .Abilities}}<li>{{.}}</li>{{end}}</ul>
+{{if .Error}}<p class="error" role="alert" id="error">{{.Error}}</p>{{end}}
+<form method="post" action="authorize">
+<input type="hidden" name="form" value="{{.Form}}">
+<label for="username">Mail address</label>
+<input type="email" id="username" name="username" autocomplete="username" required value="{{.User}}"{{if .Error}} aria-describedby="error"{{end}}>
+<label for="password">Password</label>
+<input type="password" id="password" name="password" autocomplete="current-password" required aria-describedby="password-hint">
+<p class="hint" id="password-hint">Your mail password, or an app password if your provider uses them. It is checked with your mail server and sealed into the app's token; this server stores nothing.</p>
+<div class="actions">
+<button type="submit" name="action" value="allow">Allow</button>
+<button type="submit" name="action" value="cancel" formnovalidate>Cancel</button>
+</div>
+</form>{{end}}
+</main>
+</body>
+</html>
+`))
+
+type pageData struct {
+	ClientName, RedirectHost string
+	Abilities                []string
+	Form, User, Error, Fatal string
+}
+
+func (s *Server) signInPage(w http.ResponseWriter, status int, q request, form, user, errMsg string) {
+	host := q.RedirectURI
+	if u, err := url.Parse(q.RedirectURI); err == nil {
+		host = u.Host
+	}
+	s.page(w, status, pageData{ClientName: q.ClientName, RedirectHost: host, Abilities: describe(q.scope()), Form: form, User: user, Error: errMsg})
+}
+
+func (s *Server) errorPage(w http.ResponseWriter, status int, msg string) {
+	s.page(w, status, pageData{Fatal: msg})
+}
+
+func (s *Server) page(w http.ResponseWriter, status int, d pageData) {
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+	// No form-action: Chrome applies it to the redirect that follows the
+	// POST, which goes to the client.
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'; base-uri 'none'")
+	w.WriteHeader(status)
+	pageTemplate.Execute(w, d)
+}
