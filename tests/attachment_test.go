@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,9 +45,9 @@ func TestAttachmentsEndToEnd(t *testing.T) {
 	key, _ := credentials.NewKey()
 	// One mail connection per user: a download that pinned it would stall
 	// every other call of the same user.
-	g := startAttachmentGateway(t, bin, s, key, append(smtpEnv(s), "MAX_POOL_PER_USER=1")...)
-	ac := mailtest.MCPClient(t, g.url, userHeaders(s, alice), "")
-	bc := mailtest.MCPClient(t, g.url, userHeaders(s, bob), "")
+	g := serveProcess(t, bin, s, key, append(smtpEnv(s), "MAX_POOL_PER_USER=1")...)
+	ac := mailtest.MCPClient(t, g.URL, userHeaders(s, alice), "")
+	bc := mailtest.MCPClient(t, g.URL, userHeaders(s, bob), "")
 	d := direct(t, s, bob)
 
 	// 200 KB, sent by alice through the gateway.
@@ -66,7 +65,7 @@ func TestAttachmentsEndToEnd(t *testing.T) {
 	seenBefore := attSeen(t, d, smallUID, largeUID)
 
 	t.Run("listed and annotated", func(t *testing.T) {
-		tool, ok := toolNames(t, g.url, nil)["imap_get_attachment"]
+		tool, ok := toolNames(t, g.URL, nil)["imap_get_attachment"]
 		if !ok {
 			t.Fatal("imap_get_attachment is not listed")
 		}
@@ -120,7 +119,7 @@ func TestAttachmentsEndToEnd(t *testing.T) {
 			t.Fatalf("the URL shows the login: %s", r.URL)
 		}
 		link = r.URL
-		rssBefore, hwmBefore := procMemory(t, g.pid)
+		rssBefore, hwmBefore := procMemory(t, g.PID)
 		var peak int64
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
@@ -128,7 +127,7 @@ func TestAttachmentsEndToEnd(t *testing.T) {
 		go func() { // sample the gateway's RSS while it streams
 			defer wg.Done()
 			for {
-				rss, _ := procMemory(t, g.pid)
+				rss, _ := procMemory(t, g.PID)
 				peak = max(peak, rss)
 				select {
 				case <-stop:
@@ -148,7 +147,7 @@ func TestAttachmentsEndToEnd(t *testing.T) {
 		took := time.Since(start)
 		close(stop)
 		wg.Wait()
-		rssAfter, hwmAfter := procMemory(t, g.pid)
+		rssAfter, hwmAfter := procMemory(t, g.PID)
 		if err != nil || resp.StatusCode != 200 {
 			t.Fatalf("download: %s after %d bytes: %v", resp.Status, n, err)
 		}
@@ -415,53 +414,3 @@ func procMemory(t *testing.T, pid int) (rss, hwm int64) {
 	return rss, hwm
 }
 
-type attGateway struct {
-	url string // of /mcp
-	pid int
-}
-
-// startAttachmentGateway runs `bin serve` on a free port until the test
-// ends and waits until /health answers.
-func startAttachmentGateway(t *testing.T, bin string, s *mailtest.Stack, key string, env ...string) attGateway {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	ln.Close()
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = append([]string{
-		"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(),
-		"IMAP_HOST=127.0.0.1", "IMAP_PORT=" + strconv.Itoa(s.IMAPSPort), "MAIL_CA_FILE=" + s.CAFile,
-		"ENCRYPTION_KEY=" + key, "BIND_ADDRESS=127.0.0.1", "PORT=" + strconv.Itoa(port), "LOG_LEVEL=warn",
-	}, env...)
-	logs := &logBuffer{}
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-done
-		if t.Failed() {
-			l := logs.String()
-			t.Logf("gateway log (last 4 KB):\n%s", l[max(0, len(l)-4000):])
-		}
-	})
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	for deadline := time.Now().Add(15 * time.Second); health(base) != nil; {
-		select {
-		case <-done:
-			t.Fatalf("gateway exited:\n%s", logs.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("gateway not ready:\n%s", logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return attGateway{url: base + "/mcp", pid: cmd.Process.Pid}
-}

@@ -156,9 +156,15 @@ func containsFlag(fs []imap.Flag, f string) bool {
 	return false
 }
 
+// served is a gateway running as a process of its own.
+type served struct {
+	URL string // of /mcp
+	PID int
+}
+
 // serveProcess runs `mailbox-mcp serve` as its own process on a free
-// port and returns its MCP URL once /health answers.
-func serveProcess(t *testing.T, bin string, s *mailtest.Stack, key string, env ...string) string {
+// port until the test ends, and returns it once /health answers.
+func serveProcess(t *testing.T, bin string, s *mailtest.Stack, key string, env ...string) served {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -199,7 +205,7 @@ func serveProcess(t *testing.T, bin string, s *mailtest.Stack, key string, env .
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return base + "/mcp"
+	return served{URL: base + "/mcp", PID: cmd.Process.Pid}
 }
 
 // The same idempotency_key from two gateway processes at the same moment
@@ -212,7 +218,7 @@ func TestIdempotentAcrossProcesses(t *testing.T) {
 	bin := buildCLI(t)
 	key, _ := credentials.NewKey()
 	env := smtpEnv(s)
-	urls := []string{serveProcess(t, bin, s, key, env...), serveProcess(t, bin, s, key, env...)}
+	urls := []string{serveProcess(t, bin, s, key, env...).URL, serveProcess(t, bin, s, key, env...).URL}
 	cs := [2]*client.Client{}
 	for i, u := range urls {
 		cs[i] = mailtest.MCPClient(t, u, userHeaders(s, alice), "")

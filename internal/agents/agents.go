@@ -10,6 +10,7 @@ package agents
 import (
 	"context"
 	"strings"
+	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
@@ -50,18 +51,30 @@ type Config struct {
 type Service struct {
 	cfg Config
 	mb  *mailbox.Client
+	// folders are agent folders known to exist (per account), so that
+	// a peek or a send does not ask the server again on every call;
+	// touched are the agents whose last call was recorded (Touch).
+	folders, touched *recent
 }
+
+// folderKnownFor is how long a folder seen to exist is taken to still
+// exist: one deleted by hand in the meantime is created again after it.
+const folderKnownFor = 10 * time.Minute
 
 // New makes a Service.
 func New(cfg Config, mb *mailbox.Client) *Service {
 	if strings.TrimSpace(cfg.Root) == "" {
 		cfg.Root = DefaultRoot
 	}
-	return &Service{cfg: cfg, mb: mb}
+	return &Service{cfg: cfg, mb: mb,
+		folders: &recent{ttl: folderKnownFor, max: 10000},
+		touched: &recent{ttl: touchEvery, max: 10000}}
 }
 
 // Root is the folder holding the agents' folders.
 func (s *Service) Root() string { return s.cfg.Root }
+
+type folderKey struct{ account, folder string }
 
 // FolderOf is the folder of agent name on a server with delimiter delim.
 // A flat server (delim 0) gets "Root-name".
@@ -102,6 +115,13 @@ func (s *Service) Folder(ctx context.Context, creds credentials.Credentials, nam
 		return "", false, err
 	}
 	folder = s.FolderOf(delim, name)
-	created, err = s.mb.EnsureFolder(ctx, creds, folder)
+	k := folderKey{credentials.Account(creds.User), folder}
+	now := time.Now()
+	if s.folders.fresh(k, now) {
+		return folder, false, nil
+	}
+	if created, err = s.mb.EnsureFolder(ctx, creds, folder); err == nil {
+		s.folders.mark(k, now)
+	}
 	return folder, created, err
 }

@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -82,34 +80,7 @@ func (s *Service) SetStatus(ctx context.Context, creds credentials.Credentials, 
 	return s.putState(ctx, creds, &StateEntry{Key: statusKey + agent, Value: v, UpdatedAt: time.Now().UTC().Truncate(time.Second), By: agent})
 }
 
-// touched remembers when Touch last wrote, per Service, account and
-// agent (Service lives in agents.go; a map here keeps Touch in this file).
-// Past maxTouched entries, those older than touchEvery are swept: they
-// would be written again anyway, so the map holds about the callers of
-// the last minute.
-var (
-	touched      sync.Map // touchKey -> time.Time
-	touchedCount atomic.Int64
-)
-
-const maxTouched = 10000
-
-func remember(k touchKey, now time.Time) {
-	if _, loaded := touched.Swap(k, now); loaded || touchedCount.Add(1) <= maxTouched {
-		return
-	}
-	touched.Range(func(key, v any) bool {
-		if now.Sub(v.(time.Time)) >= touchEvery && touched.CompareAndDelete(key, v) {
-			touchedCount.Add(-1)
-		}
-		return true
-	})
-}
-
-type touchKey struct {
-	svc            *Service
-	account, agent string
-}
+type touchKey struct{ account, agent string }
 
 // Touch records that agent made a call now. It writes at most once a
 // minute per account and agent in this process, and ignores errors: it
@@ -119,8 +90,8 @@ func (s *Service) Touch(ctx context.Context, creds credentials.Credentials, agen
 		return
 	}
 	now := time.Now().UTC()
-	k := touchKey{s, credentials.Account(creds.User), agent}
-	if last, ok := touched.Load(k); ok && now.Sub(last.(time.Time)) < touchEvery {
+	k := touchKey{credentials.Account(creds.User), agent}
+	if s.touched.fresh(k, now) {
 		return
 	}
 	stamp := []byte(now.Format(time.RFC3339))
@@ -128,7 +99,7 @@ func (s *Service) Touch(ctx context.Context, creds credentials.Credentials, agen
 	if err != nil {
 		return
 	}
-	remember(k, now)
+	s.touched.mark(k, now)
 	err = s.mb.SetMetadata(ctx, creds, folder, map[string]*[]byte{lastSeenEntry: &stamp})
 	if errors.Is(err, mailbox.ErrNoMetadata) {
 		v, _ := json.Marshal(string(stamp))
