@@ -413,4 +413,3 @@ func procMemory(t *testing.T, pid int) (rss, hwm int64) {
 	}
 	return rss, hwm
 }
-
