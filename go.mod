@@ -8,6 +8,7 @@ require (
 	github.com/emersion/go-message v0.18.2
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
 	github.com/emersion/go-smtp v0.25.1
+	github.com/google/pprof v0.0.0-20261105003125-4bf881d7fb0b
 	github.com/k3a/html2text v1.3.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/prometheus/client_golang v1.25.0

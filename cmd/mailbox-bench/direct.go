@@ -11,6 +11,8 @@ import (
 	"github.com/emersion/go-imap/v2"
 	"github.com/emersion/go-imap/v2/imapclient"
 	"github.com/emersion/go-message/charset"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 )
 
 // The direct side: a bare go-imap client sending the same IMAP commands the
@@ -19,13 +21,16 @@ import (
 // against; cold, it pays TLS, LOGIN and EXAMINE on every call as a gateway
 // without a pool would.
 
-// The items the gateway fetches for one list entry (internal/mailbox/list.go).
+// The items the gateway fetches for one list entry (internal/mailbox/list.go:
+// summaryFetch): the first 2 KB of part 1 for the preview and the tags
+// header.
 var summaryFetch = &imap.FetchOptions{
 	UID: true, Flags: true, Envelope: true, RFC822Size: true, InternalDate: true,
 	BodyStructure: &imap.FetchItemBodyStructure{Extended: true},
-	BodySection: []*imap.FetchItemBodySection{{
-		Specifier: imap.PartSpecifierText, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: 600},
-	}},
+	BodySection: []*imap.FetchItemBodySection{
+		{Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: 2048}},
+		{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{mailbox.TagsHeader}, Peek: true},
+	},
 }
 
 var statusOpts = &imap.StatusOptions{NumMessages: true, NumUnseen: true, UIDValidity: true}
@@ -125,13 +130,15 @@ func (d *direct) search(from string) error {
 	return err
 }
 
-// read: header fields, envelope and structure, then the text part, as the
-// gateway's imap_read_email does for a single-part message.
+// read: header fields, envelope, structure and the first 64 KB of part 1
+// in one FETCH, as the gateway's imap_read_email does for a message whose
+// text is part 1 (a single-part message).
 func (d *direct) read(uid imap.UID) error {
 	refs := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"References"}, Peek: true}
+	part1 := &imap.FetchItemBodySection{Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: 64 << 10}}
 	bufs, err := d.c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{
 		UID: true, Flags: true, Envelope: true, RFC822Size: true, InternalDate: true,
-		BodyStructure: &imap.FetchItemBodyStructure{Extended: true}, BodySection: []*imap.FetchItemBodySection{refs},
+		BodyStructure: &imap.FetchItemBodyStructure{Extended: true}, BodySection: []*imap.FetchItemBodySection{refs, part1},
 	}).Collect()
 	if err != nil {
 		return err
@@ -139,21 +146,7 @@ func (d *direct) read(uid imap.UID) error {
 	if len(bufs) != 1 || bufs[0].BodyStructure == nil {
 		return fmt.Errorf("direct read: no structure for UID %d", uid)
 	}
-	cmd := d.c.Fetch(imap.UIDSetNum(uid), &imap.FetchOptions{UID: true,
-		BodySection: []*imap.FetchItemBodySection{{Part: []int{1}, Peek: true}}})
-	got := int64(0)
-	for msg := cmd.Next(); msg != nil; msg = cmd.Next() {
-		for item := msg.Next(); item != nil; item = msg.Next() {
-			if sec, ok := item.(imapclient.FetchItemDataBodySection); ok && sec.Literal != nil {
-				k, _ := io.Copy(io.Discard, sec.Literal)
-				got += k
-			}
-		}
-	}
-	if err := cmd.Close(); err != nil {
-		return err
-	}
-	if got == 0 {
+	if len(bufs[0].FindBodySection(part1)) == 0 {
 		return errors.New("direct read: empty body")
 	}
 	return nil

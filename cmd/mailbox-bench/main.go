@@ -34,6 +34,9 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 )
 
+// smokeN1 is -smoke's calls per cell at concurrency 1.
+const smokeN1 = 150
+
 type options struct {
 	smoke      bool
 	sizes      []int
@@ -46,6 +49,7 @@ type options struct {
 	keep       bool
 	c1Only     bool
 	gwEnv      []string
+	only       map[string]bool // -tools: measure only these (nil: all)
 
 	coord        bool // only the coordination benchmark
 	coordTrials  int
@@ -53,6 +57,10 @@ type options struct {
 	// inotifyInstances, when above the kernel's fs.inotify.max_user_instances,
 	// raises it for the coordination run (and sets it back after).
 	inotifyInstances int
+
+	// guardFile holds the committed figures the smoke run is checked
+	// against (guard.go); "" skips the check.
+	guardFile string
 }
 
 func main() {
@@ -70,22 +78,49 @@ func main() {
 	flag.IntVar(&o.coordTrials, "coord-trials", 60, "timed wake-ups in the coordination benchmark")
 	flag.IntVar(&o.coordWaiters, "coord-waiters", 200, "waits held open at once in the coordination benchmark, on 50 accounts")
 	flag.IntVar(&o.inotifyInstances, "inotify-instances", 0, "raise the kernel's fs.inotify.max_user_instances to this for the coordination run, and set it back after (0: leave it; every Dovecot IDLE takes one, all as one uid)")
-	var gwEnv string
+	var gwEnv, only string
+	flag.StringVar(&only, "tools", "", "measure only these tools, comma-separated (with -c1-only: profile one tool's calls)")
 	flag.StringVar(&gwEnv, "gateway-env", "", "extra KEY=VALUE settings for the gateway, separated by spaces (experiments, e.g. GOGC=200)")
+	guard := flag.Bool("guard", true, "with -smoke: fail when a concurrency-1 ratio (CPU per call ÷ the floor's, p50 ÷ direct) is more than 50% above the committed one in -guard-file")
+	flag.StringVar(&o.guardFile, "guard-file", "docs/benchmarks.md", "the committed results the smoke run's regression guard reads")
+	breakdown := flag.String("breakdown", "", "print whose CPU a saved gateway CPU profile is, owner by owner (breakdown.go), and exit; no mail stack")
+	calls := flag.Int("calls", 0, "with -breakdown: the calls the profile covers, to print ms per call")
 	flag.Parse()
+	if *breakdown != "" {
+		if err := printBreakdown(os.Stdout, *breakdown, *calls); err != nil {
+			fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if !*guard || !o.smoke || o.coord {
+		o.guardFile = ""
+	}
 	o.gwEnv = strings.Fields(gwEnv)
+	if only != "" {
+		o.only = map[string]bool{}
+		for _, t := range strings.Split(only, ",") {
+			o.only[strings.TrimSpace(t)] = true
+		}
+	}
 	if o.smoke {
 		set := map[string]bool{}
 		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		sizes = "1000"
 		if !set["n"] {
-			o.n1 = 30
+			// Enough calls at concurrency 1 for stable ratios (the
+			// regression guard reads them); the concurrent cells keep
+			// the 80 and 320 calls of 30 × 8/3 and × 32/3.
+			o.n1 = smokeN1
+			o.n8, o.n64 = 80, 320
 		}
 		if !set["cell-max"] {
 			o.cellMax = 10 * time.Second
 		}
 	}
-	o.n8, o.n64 = o.n1*8/3, o.n1*32/3
+	if o.n8 == 0 {
+		o.n8, o.n64 = o.n1*8/3, o.n1*32/3
+	}
 	for _, s := range strings.Split(sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
 		if err != nil || n < 100 {
@@ -98,6 +133,12 @@ func main() {
 		o.sizes = o.sizes[:1] // one account of the first size takes the other calls
 	}
 	o.args = strings.Join(os.Args[1:], " ")
+	if o.profileDir != "" {
+		if err := os.MkdirAll(o.profileDir, 0o755); err != nil {
+			fmt.Fprintf(os.Stderr, "mailbox-bench: -profile: %v\n", err)
+			os.Exit(2)
+		}
+	}
 	if err := runBench(o); err != nil {
 		fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
 		os.Exit(1)
@@ -120,6 +161,15 @@ type bench struct {
 func runBench(o options) error {
 	b := &bench{o: o, sizeUser: map[int]string{}, typical: map[string]uint32{}, sender: map[string]string{}}
 	b.rep = newReport(o)
+	var committed map[string]c1Figures
+	if o.guardFile != "" {
+		// Read first: a report that no longer parses fails in a second,
+		// and -out cannot overwrite the figures before they are read.
+		var err error
+		if committed, err = loadCommitted(o.guardFile, o.sizes[0]); err != nil {
+			return fmt.Errorf("regression guard: %w (-guard=false skips it)", err)
+		}
+	}
 	var err error
 	if b.dir, err = os.MkdirTemp("", "mbench-"); err != nil {
 		return err
@@ -191,6 +241,7 @@ func runBench(o options) error {
 	for _, u := range b.load[1:] {
 		b.typical[u], b.sender[u] = b.typical[b.load[0]], b.sender[b.load[0]]
 	}
+	var guardErr error
 	if !o.coord {
 		b.rep.loadBefore = loadavg()
 		if err := b.measure(ctx); err != nil {
@@ -206,14 +257,19 @@ func runBench(o options) error {
 			}
 			logf("wrote %s", o.out)
 		}
+		if o.guardFile != "" {
+			// Its table is printed now, its error returned at the end, so
+			// that the coordination part runs too.
+			guardErr = b.guard(o.guardFile, committed)
+		}
 		if bad := b.rep.errors(); bad != "" {
-			return errors.New(bad)
+			return errors.Join(errors.New(bad), guardErr)
 		}
 	}
 	if o.coord || o.smoke {
 		cr, err := b.coord(ctx)
 		if err != nil {
-			return fmt.Errorf("coordination: %w", err)
+			return errors.Join(guardErr, fmt.Errorf("coordination: %w", err))
 		}
 		text := cr.markdown()
 		fmt.Println(text)
@@ -224,7 +280,7 @@ func runBench(o options) error {
 			logf("wrote %s", o.out)
 		}
 	}
-	return nil
+	return guardErr
 }
 
 func logf(format string, args ...any) {

@@ -131,6 +131,100 @@ func (b *bench) gwOp(tool string, c *client.Client, user string, size int, send 
 	return func() error { return fmt.Errorf("the bench has no call for tool %s", tool) }
 }
 
+// floorOp is an MCP call that does no mail work: an unknown tool, which
+// mcp-go answers with an error.
+func floorOp(c *client.Client) func() error {
+	return func() error {
+		_, err := mcpcall.CallErr(c, "bench_no_such_tool", map[string]any{})
+		if err == nil || !strings.Contains(err.Error(), "not found") {
+			return fmt.Errorf("unknown tool: %v", err)
+		}
+		return nil
+	}
+}
+
+// sideProfile marks a failed per-tool profile in the report's cells, so
+// that it fails the run at the end like any failed cell.
+const sideProfile = "cpu profile"
+
+// profileTools takes one CPU profile of the gateway per tool (and the
+// floor) while the bench calls that tool alone, one call at a time, for a
+// fixed window on the first size's user; breakdown.go then shares each
+// profile out among the libraries, per call. smtp_send_email is left out:
+// it waits on Postfix.
+func (b *bench) profileTools(ctx context.Context, gw *gateway, tools []string) error {
+	secs := 6
+	if b.o.smoke {
+		secs = 2
+	}
+	n := b.o.sizes[0]
+	user := b.sizeUser[n]
+	c, err := mcpClient(gw.url, user, b.stack.Users[user])
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	for _, tool := range append([]string{toolFloor}, tools...) {
+		if tool == toolSend {
+			continue
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		op, file := b.gwOp(tool, c, user, n, nil), tool
+		if tool == toolFloor {
+			op, file = floorOp(c), "floor"
+		}
+		logf("profiling %s for %d s", tool, secs)
+		t, err := profileTool(gw, op, filepath.Join(b.o.profileDir, "cpu-"+file+".pprof"), secs)
+		if err != nil {
+			b.rep.add(tool, n, 1, sideProfile, &result{Calls: 1, Errors: 1, Err: err})
+			continue
+		}
+		t.tool = tool
+		b.rep.callCPU = append(b.rep.callCPU, t)
+		logf("  %d calls, %.3f ms CPU per call in the profile, %.3f from /proc", t.calls,
+			float64(t.bd.total)/float64(t.calls)/1e6, float64(t.procCPU)/float64(t.calls)/1e6)
+	}
+	return nil
+}
+
+// profileTool calls op in a loop for secs seconds while the gateway
+// writes its CPU profile to path, and reads the profile back.
+func profileTool(gw *gateway, op func() error, path string, secs int) (toolCPU, error) {
+	for range 5 { // warm up, as the cells do
+		if err := op(); err != nil {
+			return toolCPU{}, err
+		}
+	}
+	done := make(chan error, 1)
+	t0, cpu0 := time.Now(), gw.cpu()
+	go func() { done <- gw.fetchProfile(fmt.Sprintf("profile?seconds=%d", secs), path) }()
+	// The profile starts a moment after t0 and ends a moment after the
+	// last call: off by one call in thousands.
+	t := toolCPU{}
+	var callErr error
+	for time.Since(t0) < time.Duration(secs)*time.Second {
+		if callErr = op(); callErr != nil {
+			break
+		}
+		t.calls++
+	}
+	t.procCPU = gw.cpu() - cpu0
+	if err := <-done; err != nil {
+		return t, fmt.Errorf("cpu profile: %w", err)
+	}
+	if callErr != nil {
+		return t, callErr
+	}
+	if t.calls == 0 {
+		return t, errors.New("no call completed in the profile's window")
+	}
+	var err error
+	t.bd, err = readBreakdown(path)
+	return t, err
+}
+
 // directOp is the same IMAP commands on a warm connection.
 func (b *bench) directOp(tool string, d *direct, user string) func() error {
 	switch tool {
@@ -246,6 +340,9 @@ func (b *bench) measure(ctx context.Context) error {
 	} else {
 		b.rep.notes = append(b.rep.notes, toolSend+": not available (the gateway does not list it)")
 	}
+	if o.only != nil {
+		tools = slices.DeleteFunc(tools, func(t string) bool { return !o.only[t] })
+	}
 	b.rep.tools = tools
 
 	// CPU profiles: one of the first seconds at concurrency 1 (where each
@@ -281,13 +378,7 @@ func (b *bench) measure(ctx context.Context) error {
 		if si == 0 {
 			// The floor: an MCP call that does no mail work (an unknown
 			// tool, answered by mcp-go) against an IMAP NOOP.
-			g := func() error {
-				_, err := mcpcall.CallErr(c, "bench_no_such_tool", map[string]any{})
-				if err == nil || !strings.Contains(err.Error(), "not found") {
-					return fmt.Errorf("unknown tool: %v", err)
-				}
-				return nil
-			}
+			g := floorOp(c)
 			x := func() error { return d.c.Noop().Wait() }
 			runPair(budget{5, o.cellMax}, g, x)
 			logf("c=1 floor (unknown tool / NOOP)")
@@ -317,14 +408,25 @@ func (b *bench) measure(ctx context.Context) error {
 			b.rep.add(tool, n, 1, sideGateway, rg)
 			b.rep.add(tool, n, 1, sideDirect, rd)
 		}
+		// The same size through the official TypeScript SDK (sdk.go).
+		if err := b.measureSDK(ctx, gw, n, d); err != nil {
+			return err
+		}
 		d.close()
 		c.Close()
 	}
 
-	if o.c1Only {
-		if err := <-profA; err != nil {
-			return fmt.Errorf("cpu profile: %w", err)
+	// The gateway takes one CPU profile at a time: the next waits for profA.
+	if err := <-profA; err != nil {
+		return fmt.Errorf("cpu profile: %w", err)
+	}
+	if o.profileDir != "" {
+		if err := b.profileTools(ctx, gw, tools); err != nil {
+			return err
 		}
+	}
+
+	if o.c1Only {
 		if o.profileDir != "" {
 			if err := gw.fetchProfile("allocs", filepath.Join(o.profileDir, "allocs-c1.pprof")); err != nil {
 				return err
@@ -342,9 +444,6 @@ func (b *bench) measure(ctx context.Context) error {
 			return err
 		}
 		defer clients[w].Close()
-	}
-	if err := <-profA; err != nil {
-		return fmt.Errorf("cpu profile: %w", err)
 	}
 	profDone := profile("cpu-concurrent.pprof")
 	size := o.sizes[0]

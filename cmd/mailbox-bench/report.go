@@ -40,6 +40,8 @@ type report struct {
 	hwmPool   int64 // kB, peak up to then
 	poolConns int   // established IMAP connections after the concurrency-64 run
 	big       [2]int64
+
+	callCPU []toolCPU // per-tool CPU profiles (-profile), in the order taken
 }
 
 func newReport(o options) *report {
@@ -149,7 +151,7 @@ func (r *report) markdown() string {
 	if len(r.seedTimes) > 0 {
 		p("- Seeding (scripts/mailstack.sh seed, straight into the Maildir, then indexed by Dovecot): %s\n", strings.Join(r.seedTimes, "; "))
 	}
-	p("- Calls at concurrency 1: up to %d per cell (send: %d), gateway and direct alternating; concurrency 8: %d; 64: %d; no new call started after %s in a cell. Latency is the client's (mcp-go over HTTP on loopback), milliseconds. Gateway CPU per call is the gateway process's user+system time during the cell (/proc/PID/stat, 10 ms ticks) divided by its calls.\n",
+	p("- Calls at concurrency 1: up to %d per cell (send: %d), gateway and direct alternating; concurrency 8: %d; 64: %d; no new call started after %s in a cell. Latency is the client's (mcp-go over HTTP on loopback), milliseconds. Gateway CPU per call is the gateway process's time on the CPU during the cell (the sum over its threads of /proc/PID/task/TID/schedstat, in nanoseconds) divided by its calls.\n",
 		o.n1, max(10, o.n1/3), o.n8, o.n64, o.cellMax)
 	if len(o.gwEnv) > 0 {
 		p("- Extra gateway settings: `%s`\n", strings.Join(o.gwEnv, " "))
@@ -172,6 +174,22 @@ func (r *report) markdown() string {
 	}
 
 	p("\nThe floor row is an MCP call that does no mail work (an unknown tool, answered by mcp-go with an error) against an IMAP NOOP: the cost of HTTP + JSON-RPC alone.\n")
+	b.WriteString(r.callCPUMarkdown())
+
+	p("\n### Through the official TypeScript SDK (concurrency 1)\n\n")
+	p("One Node process (tests/clients/bench-sdk.mjs) with one @modelcontextprotocol/sdk `Client` over streamable HTTP, connected once and tools listed once (so `callTool` checks each structured result against the tool's output schema, as it does for users), makes one call at a time, alternating call by call with a bare command on the warm go-imap connection. Its latency is measured in Node around `client.callTool` only; sequential calls/s is its calls ÷ the sum of their latencies, what a client calling in a loop gets. ")
+	p("The bare command is the least IMAP work behind the answer, read to the end: for imap_list_emails `FETCH n-19:* (UID FLAGS ENVELOPE RFC822.SIZE INTERNALDATE)` (the 20 newest envelopes, without STATUS, body or structure), for imap_read_email `UID FETCH uid (BODY.PEEK[])` of the same message.\n\n")
+	p("| tool | messages | SDK p50 / p95 / p99 | sequential calls/s | bare command p50 | SDK / bare (p50) |\n|---|---:|---|---:|---:|---:|\n")
+	for _, tool := range []string{toolList, toolRead} {
+		for _, n := range o.sizes {
+			g, d := r.get(sdkTool(tool), n, 1, sideGateway), r.get(sdkTool(tool), n, 1, sideDirect)
+			if g == nil || d == nil {
+				continue
+			}
+			p("| %s | %d | %s / %s / %s | %.0f | %s | %.2f |\n", tool, n, msf(g.P50()), msf(g.P95()), msf(g.P99()), g.Rate(),
+				msf(d.P50()), ratio(g.P50(), d.P50()))
+		}
+	}
 	p("\n### Warm against cold (new TLS + LOGIN + EXAMINE per call)\n\n")
 	p("Cold gateway: a second gateway process whose pool drops a connection after 1 ms idle, so every call dials and logs in. Cold direct: go-imap dials, logs in, examines INBOX, runs the commands, logs out.\n\n")
 	p("| tool | messages | gateway warm p50 | gateway cold p50 / p99 | direct cold p50 | warm / cold (gateway p50) |\n|---|---:|---:|---|---:|---:|\n")
@@ -207,27 +225,43 @@ func (r *report) markdown() string {
 	p("| peak RSS increase reading a message with a 25 MB text body (3 reads) | %s |\n", mb(r.big[1]))
 
 	p("\n### Targets\n\n| target | measured | verdict |\n|---|---|---|\n")
+	// Gateway CPU per call (issue 17): the floor, and each tool at every size.
+	if f := r.get(toolFloor, size, 1, sideGateway); f != nil {
+		x := float64(f.CPUPerCall()) / 1e6
+		p("| gateway CPU per call, floor (no mail work) ≤ 0.2 ms | %.2f ms | %s |\n", x, verdict(x, 0.2))
+	}
 	for _, t := range []struct {
 		tool  string
 		limit float64
-	}{{toolList, 1.15}, {toolSearch, 1.15}, {toolRead, 1.2}} {
+	}{{toolList, 1.0}, {toolRead, 0.4}, {toolFolders, 0.3}} {
 		for _, n := range o.sizes {
-			g, d := r.get(t.tool, n, 1, sideGateway), r.get(t.tool, n, 1, sideDirect)
+			if g := r.get(t.tool, n, 1, sideGateway); g != nil {
+				x := float64(g.CPUPerCall()) / 1e6
+				p("| gateway CPU per call, %s ≤ %.1f ms, %d messages | %.2f ms | %s |\n", t.tool, t.limit, n, x, verdict(x, t.limit))
+			}
+		}
+	}
+	for _, tool := range []string{toolList, toolRead, toolFolders} {
+		for _, n := range o.sizes {
+			g, d := r.get(tool, n, 1, sideGateway), r.get(tool, n, 1, sideDirect)
 			if g == nil || d == nil {
 				continue
 			}
 			x := ratio(g.P50(), d.P50())
-			p("| %s p50 ≤ %.2f × direct, %d messages | %.2f × | %s |\n", t.tool, t.limit, n, x, verdict(x, t.limit))
+			p("| %s p50 ≤ 1.3 × the same IMAP direct, %d messages | %.2f × | %s |\n", tool, n, x, verdict(x, 1.3))
 		}
 	}
+	// Cold calls against the cold p50 of the run before issue 17 (docs/benchmarks.md
+	// of 2026-11-22), where one exists for the size.
 	for _, tool := range readTools {
 		for _, n := range o.sizes {
-			w, gc := r.get(tool, n, 1, sideGateway), r.get(tool, n, 1, sideGatewayCold)
-			if w == nil || gc == nil {
+			gc := r.get(tool, n, 1, sideGatewayCold)
+			before, ok := coldBefore[coldKey{tool, n}]
+			if gc == nil || !ok {
 				continue
 			}
-			x := ratio(w.P50(), gc.P50())
-			p("| warm %s p50 ≤ 1/5 of cold, %d messages | 1/%.1f | %s |\n", tool, n, 1/x, verdict(x, 0.2))
+			x := float64(gc.P50()) / 1e6 / before
+			p("| cold %s p50 ≤ 0.7 × before (%.2f ms), %d messages | %.2f ms = %.2f × | %s |\n", tool, before, n, float64(gc.P50())/1e6, x, verdict(x, 0.7))
 		}
 	}
 	if len(o.sizes) > 1 {
@@ -261,6 +295,79 @@ func (r *report) markdown() string {
 	p("| RSS ≤ 64 MB with 50 pooled connections | peak %s with %d connections | %s |\n", mb(r.hwmPool), r.poolConns, verdict(float64(r.hwmPool)/1024, 64))
 	p("| reading a 25 MB message raises peak RSS ≤ 8 MB | attachment: %s; text body: %s | %s; %s |\n", mb(r.big[0]), mb(r.big[1]),
 		verdict(float64(max(r.big[0], 1))/1024, 8), verdict(float64(max(r.big[1], 1))/1024, 8))
+	for _, t := range []struct {
+		tool, bare string
+		limit      float64
+	}{{toolList, "bare FETCH of 20 envelopes", 3.0}, {toolRead, "bare fetch of the message", 2.0}} {
+		for _, n := range o.sizes {
+			g, d := r.get(sdkTool(t.tool), n, 1, sideGateway), r.get(sdkTool(t.tool), n, 1, sideDirect)
+			if g == nil || d == nil {
+				continue
+			}
+			x := ratio(g.P50(), d.P50())
+			p("| TS SDK %s p50 ≤ %.1f × %s, %d messages | %.2f × | %s |\n", t.tool, t.limit, t.bare, n, x, verdict(x, t.limit))
+		}
+		if t.tool != toolList {
+			continue
+		}
+		for _, n := range o.sizes {
+			g := r.get(sdkTool(toolList), n, 1, sideGateway)
+			if g == nil {
+				continue
+			}
+			rate, v := g.Rate(), "not measured"
+			if rate > 0 {
+				v = verdict(400/rate, 1) // as time per call: 2.5 ms at most
+			}
+			p("| TS SDK %s ≥ 400 sequential calls/s, %d messages | %.0f calls/s (%.2f ms a call; 400/s is 2.50) | %s |\n", toolList, n, rate, 1000/max(rate, 1e-9), v)
+		}
+	}
+	return b.String()
+}
+
+// callCPUMarkdown is the section on whose a call's CPU is, from the
+// per-tool profiles; "" when none were taken.
+func (r *report) callCPUMarkdown() string {
+	if len(r.callCPU) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	o := r.o
+	first := r.callCPU[0]
+	p("\n### Where a call's CPU goes (profile, concurrency 1)\n\n")
+	p("For each tool, the gateway's CPU profile (`-profile DIR`: `DIR/cpu-TOOL.pprof`, `cpu-floor.pprof`) over %.0f s while the bench called that tool alone, one call at a time, on the %d-message mailbox. ", first.bd.duration.Seconds(), o.sizes[0])
+	p("Every sample (10 ms of CPU) is charged to an owner by walking its stack from the leaf up (cmd/mailbox-bench/breakdown.go): the Go runtime and standard-library helpers are charged to the code that called them, an allocation included; GC, the scheduler and socket syscalls are their own. ")
+	p("Milliseconds of gateway CPU per call: the profile's CPU ÷ the calls made in the window; the last column is the gateway's CPU per call over the same window from /proc. The profile misses part of that: chiefly the runtime's sysmon thread, which runs no goroutine and so gets no profiling timer (about an eighth of the gateway's CPU in a list run, read per thread from /proc). ")
+	p("`go run ./cmd/mailbox-bench -breakdown DIR/cpu-TOOL.pprof -calls N` prints one profile owner by owner.\n\n")
+	p("| tool | calls |")
+	for _, g := range ownerGroups {
+		p(" %s |", g.name)
+	}
+	p(" total (profile) | /proc CPU per call |\n|---|---:|%s---:|---:|\n", strings.Repeat("---:|", len(ownerGroups)))
+	for _, t := range r.callCPU {
+		per := func(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(t.calls)/1e6) }
+		p("| %s | %d |", t.tool, t.calls)
+		for _, g := range ownerGroups {
+			p(" %s |", per(t.bd.cpu(g.owners...)))
+		}
+		p(" %s | %s |\n", per(t.bd.total), per(t.procCPU))
+	}
+	p("\nThe biggest owners other than our code, ms per call, with their top functions (for a library: its function nearest the leaf, with the helpers and allocations below it; for the runtime: the leaf; for syscalls: who made them):\n\n")
+	for _, t := range r.callCPU {
+		shown := 0
+		for _, oc := range t.bd.owners {
+			if oc.owner == ownGateway || shown == 3 {
+				continue
+			}
+			shown++
+			var fns []string
+			for _, f := range oc.funcs[:min(5, len(oc.funcs))] {
+				fns = append(fns, fmt.Sprintf("`%s` %.3f", shortFunc(f.fn), float64(f.cpu)/float64(t.calls)/1e6))
+			}
+			p("- %s, %s %.3f: %s\n", t.tool, oc.owner, float64(oc.cpu)/float64(t.calls)/1e6, strings.Join(fns, ", "))
+		}
+	}
 	return b.String()
 }
 
@@ -290,4 +397,19 @@ func writeResults(path, beginMarker, endMarker, text string) error {
 		s += "\n" + block + "\n"
 	}
 	return os.WriteFile(path, []byte(s), 0o644)
+}
+
+type coldKey struct {
+	tool string
+	size int
+}
+
+// coldBefore is the gateway's cold p50 (ms) per tool and mailbox size in the
+// full run of 2026-11-22, before TLS session resumption and LOGIN sent ahead
+// of EXAMINE: the reference of the cold-call target.
+var coldBefore = map[coldKey]float64{
+	{toolList, 1000}: 16.56, {toolList, 10000}: 38.79, {toolList, 100000}: 305.38,
+	{toolSearch, 1000}: 17.20, {toolSearch, 10000}: 62.58, {toolSearch, 100000}: 583.44,
+	{toolRead, 1000}: 13.88, {toolRead, 10000}: 32.85, {toolRead, 100000}: 304.29,
+	{toolFolders, 1000}: 10.43, {toolFolders, 10000}: 13.03, {toolFolders, 100000}: 103.33,
 }

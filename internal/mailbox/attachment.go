@@ -51,7 +51,7 @@ func (c *Client) Attachment(ctx context.Context, creds credentials.Credentials, 
 		return nil, err
 	}
 	var out *AttachmentContent
-	err := c.do(ctx, creds, "reading the attachment", true, func(ctx context.Context, conn *Conn) error {
+	err := c.doIn(ctx, creds, folder, "reading the attachment", func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}

@@ -78,6 +78,18 @@ func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) erro
 // it) is retried once on a fresh connection: that is safe because it changes
 // nothing.
 func (c *Client) do(ctx context.Context, creds credentials.Credentials, step string, readOnly bool, op func(context.Context, *Conn) error) error {
+	return c.run(ctx, creds, "", step, readOnly, op)
+}
+
+// doIn is do for a read-only op that begins with conn.examine(folder):
+// when the pool has no connection and dials, the EXAMINE goes out with the
+// LOGIN (one round trip for both), and op finds folder already selected.
+func (c *Client) doIn(ctx context.Context, creds credentials.Credentials, folder, step string, op func(context.Context, *Conn) error) error {
+	return c.run(ctx, creds, folder, step, true, op)
+}
+
+// run is do and doIn; folder is "" for do.
+func (c *Client) run(ctx context.Context, creds credentials.Credentials, folder, step string, readOnly bool, op func(context.Context, *Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	// Connections are reused only for exactly these credentials, and
@@ -88,7 +100,7 @@ func (c *Client) do(ctx context.Context, creds credentials.Credentials, step str
 	login := func(ctx context.Context) (*Conn, error) {
 		ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
-		return dial(ctx, c.cfg, creds)
+		return dial(ctx, c.cfg, creds, folder, step)
 	}
 	for attempt := 0; ; attempt++ {
 		lease, err := c.pool.Get(ctx, key, login)

@@ -102,24 +102,41 @@ func bridge(ctx context.Context, conn *Conn, step string, op func() error) error
 	return err
 }
 
-// dial opens a connection and logs in with creds, all under ctx.
-func dial(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn, error) {
-	return dialOwn(ctx, cfg, creds, nil)
+// dial opens a connection and logs in with creds, all under ctx. A folder
+// other than "" (an operation about to EXAMINE it) is examined in the
+// LOGIN's round trip (sendLogin) when its name allows; step is what that
+// operation does, for a timeout while its EXAMINE is awaited.
+func dial(ctx context.Context, cfg Config, creds credentials.Credentials, folder, step string) (*Conn, error) {
+	conn, ex, err := dialLogin(ctx, cfg, creds, nil, folder)
+	if err != nil || ex == nil {
+		return conn, err
+	}
+	if err := bridge(ctx, conn, step, func() error { conn.settle(ex); return nil }); err != nil {
+		return nil, err
+	}
+	return conn, nil
 }
 
 // dialOwn is dial with tune adjusting the client's options (nil: none),
 // for connections outside the pool: options are fixed when the client is
 // made (a handler for unsolicited responses, a tap on the wire).
 func dialOwn(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
+	conn, _, err := dialLogin(ctx, cfg, creds, tune, "")
+	return conn, err
+}
+
+// dialLogin dials and logs in, telling the login guard how the login
+// ended; folder goes ahead as in dial, and the EXAMINE is returned unread.
+func dialLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), folder string) (*Conn, *ahead, error) {
 	if cfg.Security == transport.Plain && !cfg.AllowPlaintextAuth {
-		return nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
+		return nil, nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
 	}
 	// In back-off the mail server is not contacted at all.
 	attempt, err := cfg.Guard.BeginLogin(ctx, creds)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	conn, err := dialAndLogin(ctx, cfg, creds, tune)
+	conn, ex, err := dialAndLogin(ctx, cfg, creds, tune, folder)
 	switch {
 	case err == nil:
 		attempt.Succeeded()
@@ -128,7 +145,7 @@ func dialOwn(ctx context.Context, cfg Config, creds credentials.Credentials, tun
 	default:
 		attempt.Abandoned()
 	}
-	return conn, err
+	return conn, ex, err
 }
 
 // refusedLogin says whether err is the server refusing the user name or
@@ -138,11 +155,11 @@ func refusedLogin(err error) bool {
 	return mailerr.KindOf(err) == mailerr.Auth && errors.As(err, &ie) && ie.Code != imap.ResponseCodePrivacyRequired
 }
 
-func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (_ *Conn, err error) {
+func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), folder string) (_ *Conn, _ *ahead, err error) {
 	ep := cfg.endpoint()
 	netConn, err := transport.Dial(ctx, ep)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer func(start time.Time) { ep.Observed(transport.StepLogin, start, err) }(time.Now())
 	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder()}
@@ -154,24 +171,32 @@ func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials
 	// greetAndLogin runs on this goroutine, so step is safe to read after.
 	step := ep.ConnectStep()
 	stop := context.AfterFunc(ctx, func() { netConn.Close() })
-	conn, err := greetAndLogin(ctx, ep, netConn, opts, creds, &step)
+	conn, ex, err := greetAndLogin(ctx, ep, netConn, opts, creds, folder, &step)
 	if !stop() {
 		if conn != nil {
 			conn.Close()
 		}
-		return nil, mailerr.TimedOut(ctx, step)
+		return nil, nil, mailerr.TimedOut(ctx, step)
 	}
 	if err != nil {
 		netConn.Close()
-		return nil, err
+		return nil, nil, err
 	}
-	return conn, nil
+	return conn, ex, nil
 }
 
 // greetAndLogin waits for the greeting (and upgrades with STARTTLS when
 // asked), then logs in, keeping *step at what it is doing. It blocks until
-// done or the socket is closed.
-func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn, opts *imapclient.Options, creds credentials.Credentials, step *string) (*Conn, error) {
+// done or the socket is closed. With a folder that goes ahead, the EXAMINE
+// is sent behind the LOGIN and returned unread.
+//
+// With implicit TLS the LOGIN does not wait for the greeting: the server
+// has proved who it is in the handshake, so the password goes to the right
+// place, and the LOGIN leaves with the end of the handshake instead of one
+// round trip later. Without TLS yet (plain, or STARTTLS before its
+// answer) the greeting's capabilities are read first, so that no password
+// is sent where the server says LOGINDISABLED.
+func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn, opts *imapclient.Options, creds credentials.Credentials, folder string, step *string) (*Conn, *ahead, error) {
 	var c *imapclient.Client
 	if ep.Security == transport.StartTLS {
 		// go-imap sends STARTTLS without waiting for the greeting: until
@@ -184,38 +209,140 @@ func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn,
 				*step = ep.ConnectStep()
 			}
 			if me := ep.Classify(ctx, *step, err); me != nil {
-				return nil, me
+				return nil, nil, me
 			}
-			return nil, mailerr.Wrap(mailerr.Unavailable, err, "could not start TLS with the mail server (STARTTLS)")
+			return nil, nil, mailerr.Wrap(mailerr.Unavailable, err, "could not start TLS with the mail server (STARTTLS)")
 		}
 	} else {
 		c = imapclient.New(netConn, opts)
 	}
 	conn := &Conn{c: c}
+	password := creds.Mechanism() != credentials.MechOAuth
+	var login *imapclient.Command
+	var ex *ahead
+	if password && ep.Security == transport.TLS {
+		login, ex = sendLogin(c, creds, folder)
+	}
 	if err := c.WaitGreeting(); err != nil {
 		conn.Close()
-		return nil, mailerr.Wrap(mailerr.Unavailable, err, "the mail server did not greet properly")
+		return nil, nil, mailerr.Wrap(mailerr.Unavailable, err, "the mail server did not greet properly")
 	}
-	if c.State() == imap.ConnStateAuthenticated {
-		return conn, nil // PREAUTH (refused by go-imap after STARTTLS)
+	if login == nil && c.State() == imap.ConnStateAuthenticated {
+		return conn, nil, nil // PREAUTH (refused by go-imap after STARTTLS)
 	}
 	*step = stepLogin
-	if creds.Mechanism() == credentials.MechOAuth {
+	if !password {
 		if err := authenticateOAuth(c, creds); err != nil {
 			conn.Close()
-			return nil, err
+			return nil, nil, err
 		}
-		return conn, nil
+		return conn, nil, nil
 	}
-	if c.Caps().Has(imap.CapLoginDisabled) {
-		conn.Close()
-		return nil, mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
+	if login == nil {
+		if c.Caps().Has(imap.CapLoginDisabled) {
+			conn.Close()
+			return nil, nil, errLoginDisabled()
+		}
+		login, ex = sendLogin(c, creds, folder)
 	}
-	if err := c.Login(creds.User, creds.Password()).Wait(); err != nil {
-		conn.Close()
-		return nil, loginError(err)
+	if err := login.Wait(); err != nil {
+		switch {
+		case preauthenticated(c, err):
+		case c.Caps().Has(imap.CapLoginDisabled):
+			conn.Close()
+			return nil, nil, errLoginDisabled()
+		default:
+			conn.Close()
+			return nil, nil, loginError(err)
+		}
 	}
-	return conn, nil
+	return conn, ex, nil
+}
+
+// preauthenticated says whether a LOGIN that failed with err was sent
+// before a PREAUTH greeting: the server then calls it out of place (BAD)
+// and the connection is logged in (or, with the EXAMINE behind it done,
+// in its folder). A NO is a refused login whatever the state says.
+func preauthenticated(c *imapclient.Client, err error) bool {
+	var ie *imap.Error
+	st := c.State()
+	return errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeBad &&
+		(st == imap.ConnStateAuthenticated || st == imap.ConnStateSelected)
+}
+
+func errLoginDisabled() error {
+	return mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
+}
+
+// ahead is an EXAMINE sent right behind the LOGIN, with the LIST that
+// learns the folder's special-use role, as sel (list.go) sends them.
+type ahead struct {
+	folder string
+	sel    *imapclient.SelectCommand
+	list   *imapclient.ListCommand
+}
+
+// sendLogin sends LOGIN without waiting for its answer and, when folder
+// goes ahead, the EXAMINE and LIST behind it. RFC 9051 5.5 lets a client
+// send commands without waiting; a server runs commands that depend on an
+// earlier one in order (Dovecot hands what follows a LOGIN to the imap
+// process it starts), and if the LOGIN fails, they fail as commands of a
+// connection that is not logged in, and the connection is closed.
+func sendLogin(c *imapclient.Client, creds credentials.Credentials, folder string) (*imapclient.Command, *ahead) {
+	login := c.Login(creds.User, creds.Password())
+	if !goesAhead(folder) {
+		return login, nil
+	}
+	return login, &ahead{
+		folder: folder,
+		sel:    c.Select(folder, &imap.SelectOptions{ReadOnly: true}),
+		// Whether the server has SPECIAL-USE is known only after the
+		// LOGIN: settle ignores the answer if not.
+		list: c.List("", folder, &imap.ListOptions{ReturnSpecialUse: true}),
+	}
+}
+
+// goesAhead says whether folder may be sent before the server's
+// capabilities are known: go-imap writes a name in modified UTF-7, or in
+// UTF-8 once the server has IMAP4rev2 or UTF8=ACCEPT; printable ASCII
+// without "&" is the same either way.
+func goesAhead(folder string) bool {
+	if folder == "" {
+		return false
+	}
+	for i := 0; i < len(folder); i++ {
+		if b := folder[i]; b < 0x20 || b > 0x7e || b == '&' {
+			return false
+		}
+	}
+	return true
+}
+
+// settle waits for the EXAMINE sent ahead and records the folder as
+// selected, with its role, as sel does. A failed EXAMINE selects nothing:
+// the operation's own EXAMINE then fails and is reported exactly as on a
+// connection that was already open.
+func (conn *Conn) settle(ex *ahead) {
+	data, err := ex.sel.Wait()
+	list, _ := ex.list.Collect()
+	// go-imap records the selected mailbox after Wait returns (NOTES.md);
+	// the LIST's answer comes after it, so by now it has, unless the
+	// connection broke, which examine will find.
+	if mb := conn.c.Mailbox(); err != nil || mb == nil || mb.Name != ex.folder {
+		return
+	}
+	role := ""
+	if conn.c.Caps().Has(imap.CapSpecialUse) {
+		for _, d := range list {
+			if d.Mailbox == ex.folder {
+				role = roleOf(d)
+			}
+		}
+	}
+	if role == "" && ex.folder == "INBOX" {
+		role = "inbox"
+	}
+	conn.selected, conn.selectedRW, conn.uidValidity, conn.role = ex.folder, false, data.UIDValidity, role
 }
 
 // authenticateOAuth logs in with an access token: AUTHENTICATE OAUTHBEARER

@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -23,15 +24,31 @@ func TestTextPartCap(t *testing.T) {
 	}
 }
 
+// literal is a literal of a given announced size.
+type literal struct {
+	io.Reader
+	size int64
+}
+
+func (l literal) Size() int64 { return l.size }
+
 func TestReadAtMost(t *testing.T) {
 	body := strings.Repeat("x", 1000)
-	if got := readAtMost(iotest.OneByteReader(strings.NewReader(body)), 600); string(got) != body[:600] {
+	if got := readAtMost(literal{iotest.OneByteReader(strings.NewReader(body)), 1000}, 600); string(got) != body[:600] {
 		t.Errorf("one byte at a time: got %d bytes, want 600", len(got))
 	}
-	if got := readAtMost(strings.NewReader("short"), 600); string(got) != "short" {
+	got := readAtMost(strings.NewReader("short"), 600)
+	if string(got) != "short" {
 		t.Errorf("short body: got %q", got)
 	}
-	if got := readAtMost(iotest.ErrReader(iotest.ErrTimeout), 600); len(got) != 0 {
+	if cap(got) != len("short") {
+		t.Errorf("short body: a buffer of %d bytes for 5", cap(got))
+	}
+	if got := readAtMost(literal{iotest.ErrReader(iotest.ErrTimeout), 1000}, 600); len(got) != 0 {
 		t.Errorf("failing reader: got %d bytes", len(got))
+	}
+	// A literal that ends before its announced size gives what it had.
+	if got := readAtMost(literal{strings.NewReader("cut"), 1000}, 600); string(got) != "cut" {
+		t.Errorf("cut literal: got %q", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -99,7 +100,7 @@ func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, 
 		return nil, err
 	}
 	var page *Page
-	err = c.do(ctx, creds, "listing the messages", true, func(ctx context.Context, conn *Conn) error {
+	err = c.doIn(ctx, creds, folder, "listing the messages", func(ctx context.Context, conn *Conn) error {
 		mb, err := conn.examine(folder)
 		if err != nil {
 			return err
@@ -317,16 +318,15 @@ func preview(bs imap.BodyStructure, head []byte) string {
 	return mailmsg.Preview(mailmsg.DecodeTextHead(head, t.part), previewRunes)
 }
 
-func readAtMost(r interface{ Read([]byte) (int, error) }, n int) []byte {
-	buf := make([]byte, n)
-	got := 0
-	for got < n {
-		k, err := r.Read(buf[got:])
-		got += k
-		if err != nil {
-			break
-		}
+// readAtMost reads up to n bytes of a literal. The buffer is the
+// literal's own size when that is smaller: most are (an empty tags header
+// is 2 bytes, a short body a few hundred), and a list makes 40 of them.
+func readAtMost(r imap.LiteralReader, n int) []byte {
+	if size := r.Size(); size >= 0 && size < int64(n) {
+		n = int(size)
 	}
+	buf := make([]byte, n)
+	got, _ := io.ReadFull(r, buf)
 	return buf[:got]
 }
 

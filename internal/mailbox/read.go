@@ -1,6 +1,7 @@
 package mailbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -96,7 +97,7 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		return nil, mailerr.New(mailerr.BadInput, "offset must not be negative")
 	}
 	var msg *Message
-	err := c.do(ctx, creds, "reading the message", true, func(ctx context.Context, conn *Conn) error {
+	err := c.doIn(ctx, creds, folder, "reading the message", func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
@@ -112,14 +113,39 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 
 // readMessage reads message uid of the selected folder as Read returns it:
 // headers, attachment list, and the text from offset, at most maxChars
-// characters. Two FETCHes: header and structure, then the text parts.
+// characters. One round trip for most messages: the FETCH of the header
+// and structure also asks for the first guessBytes of part 1, the text of
+// a single-part message and of most multiparts; when the structure shows
+// the text is elsewhere or longer, a second FETCH gets it as before.
+// (Two FETCHes of one message pipelined would not do: Dovecot may answer
+// them interleaved, and go-imap cannot tell whose answer is whose.)
 func readMessage(cl *imapclient.Client, folder string, uid uint32, offset, maxChars int) (*Message, error) {
-	m, bs, err := fetchHeaderAndStructure(cl, folder, uid)
+	partCap := textPartCap(offset, maxChars)
+	m, bs, guess, err := collectHeaderAndStructure(startHeaderAndStructure(cl, uid, true), folder, uid)
 	if err != nil {
 		return nil, err
 	}
 	atts := attachmentParts(bs)
-	body, warnings, err := fetchBody(cl, uid, bs, bodyTexts(bs), atts, textPartCap(offset, maxChars), &m.TextFrom)
+	texts := bodyTexts(bs)
+	var body string
+	var warnings []string
+	if len(texts) == 1 && slices.Equal(texts[0].path, []int{1}) && texts[0].size <= guessBytes && guess != nil {
+		// The whole text came with the structure, as the second FETCH
+		// would have brought it; what may be left to ask is an
+		// attachment's size.
+		t := texts[0]
+		body, warnings = mailmsg.DecodeText(bytes.NewReader(guess), t.part)
+		if strings.TrimSpace(body) == "" {
+			body = ""
+		} else {
+			m.TextFrom = t.part.MediaType
+		}
+		var more []string
+		_, more, err = fetchBody(cl, uid, bs, nil, atts, partCap, &m.TextFrom)
+		warnings = append(warnings, more...)
+	} else {
+		body, warnings, err = fetchBody(cl, uid, bs, texts, atts, partCap, &m.TextFrom)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -141,15 +167,42 @@ func readMessage(cl *imapclient.Client, folder string, uid uint32, offset, maxCh
 	return m, nil
 }
 
+// guessBytes is how much of part 1 readMessage asks for before it knows
+// the structure: a typical text whole, and little wasted when part 1 turns
+// out to be an attachment. (minTextPartBytes, what the second FETCH takes
+// of a text at least, is larger: a text this size is fetched whole either
+// way.)
+const guessBytes = 64 << 10
+
+var guessSection = &imap.FetchItemBodySection{Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: guessBytes}}
+
+// referencesSection is the References header, which the envelope lacks.
+var referencesSection = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"References"}, Peek: true}
+
 func fetchHeaderAndStructure(cl *imapclient.Client, folder string, uid uint32) (*Message, imap.BodyStructure, error) {
-	refs := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"References"}, Peek: true}
-	cmd := cl.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{
+	m, bs, _, err := collectHeaderAndStructure(startHeaderAndStructure(cl, uid, false), folder, uid)
+	return m, bs, err
+}
+
+// startHeaderAndStructure sends the FETCH of what Read says about a
+// message besides its text, and with guess the first bytes of part 1.
+func startHeaderAndStructure(cl *imapclient.Client, uid uint32, guess bool) *imapclient.FetchCommand {
+	sections := []*imap.FetchItemBodySection{referencesSection}
+	if guess {
+		sections = append(sections, guessSection)
+	}
+	return cl.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{
 		UID: true, Flags: true, Envelope: true, RFC822Size: true, InternalDate: true,
-		BodyStructure: &imap.FetchItemBodyStructure{Extended: true}, BodySection: []*imap.FetchItemBodySection{refs},
+		BodyStructure: &imap.FetchItemBodyStructure{Extended: true}, BodySection: sections,
 	})
+}
+
+// collectHeaderAndStructure reads the answer to startHeaderAndStructure,
+// and the bytes of part 1 if they were asked for (nil if not).
+func collectHeaderAndStructure(cmd *imapclient.FetchCommand, folder string, uid uint32) (*Message, imap.BodyStructure, []byte, error) {
 	bufs, err := cmd.Collect()
 	if err != nil {
-		return nil, nil, imapError(err, "")
+		return nil, nil, nil, imapError(err, "")
 	}
 	for _, b := range bufs {
 		if uint32(b.UID) != uid {
@@ -167,13 +220,13 @@ func fetchHeaderAndStructure(cl *imapclient.Client, folder string, uid uint32) (
 				m.InReplyTo = append(m.InReplyTo, mailmsg.SanitizeLine(id))
 			}
 		}
-		m.References = parseMsgIDs(string(b.FindBodySection(refs)))
+		m.References = parseMsgIDs(string(b.FindBodySection(referencesSection)))
 		if b.BodyStructure == nil {
-			return nil, nil, mailerr.New(mailerr.Internal, "the mail server sent no body structure")
+			return nil, nil, nil, mailerr.New(mailerr.Internal, "the mail server sent no body structure")
 		}
-		return m, b.BodyStructure, nil
+		return m, b.BodyStructure, b.FindBodySection(guessSection), nil
 	}
-	return nil, nil, noMessage(uid, folder)
+	return nil, nil, nil, noMessage(uid, folder)
 }
 
 // badUID is the answer to a UID of 0.

@@ -50,7 +50,7 @@ func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, f
 		return nil, badUID()
 	}
 	var out *Original
-	err := c.do(ctx, creds, "reading the original message", true, func(ctx context.Context, conn *Conn) error {
+	err := c.doIn(ctx, creds, folder, "reading the original message", func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}

@@ -84,9 +84,17 @@ func sanitizeChars(s string) string {
 		if c < utf8.RuneSelf {
 			badRun = false
 			switch {
-			case c >= 0x20 && c != 0x7F, c == '\n', c == '\t':
-				b.WriteByte(c)
-				vsBlocked = c == ' ' || c == '\n' || c == '\t'
+			case keptASCII(c):
+				// The whole run of kept ASCII at once.
+				j := i + 1
+				for j < len(s) && s[j] < utf8.RuneSelf && keptASCII(s[j]) {
+					j++
+				}
+				b.WriteString(s[i:j])
+				last := s[j-1]
+				vsBlocked = last == ' ' || last == '\n' || last == '\t'
+				i = j
+				continue
 			case c == '\r':
 				if i+1 < len(s) && s[i+1] == '\n' {
 					break // the \n follows
@@ -129,6 +137,9 @@ func sanitizeChars(s string) string {
 	}
 	return out
 }
+
+// keptASCII reports whether Sanitize keeps the ASCII byte c as it is.
+func keptASCII(c byte) bool { return c >= 0x20 && c != 0x7F || c == '\n' || c == '\t' }
 
 // cgj is U+034F COMBINING GRAPHEME JOINER.
 const cgj = "\u034F"
@@ -245,21 +256,45 @@ func SanitizeLine(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
-	for _, r := range s {
-		if unicode.IsSpace(r) {
-			space = b.Len() > 0
+	for i := 0; i < len(s); {
+		// A run of non-space ASCII is copied at once: most mail text is.
+		j := i
+		for j < len(s) && s[j] < utf8.RuneSelf && !asciiSpace[s[j]] {
+			j++
+		}
+		if j > i {
+			if space {
+				b.WriteByte(' ')
+				space = false
+			}
+			b.WriteString(s[i:j])
+			i = j
 			continue
 		}
-		if space {
-			b.WriteByte(' ')
-			space = false
+		size, isSpace := 1, true
+		if s[i] >= utf8.RuneSelf {
+			var r rune
+			r, size = utf8.DecodeRuneInString(s[i:])
+			isSpace = unicode.IsSpace(r) // (Sanitize left no invalid UTF-8)
 		}
-		b.WriteRune(r)
+		if isSpace {
+			space = b.Len() > 0
+		} else {
+			if space {
+				b.WriteByte(' ')
+				space = false
+			}
+			b.WriteString(s[i : i+size])
+		}
+		i += size
 	}
 	// Joining lines can make a fence out of pieces on either side of a
 	// line break ("MA1L-x" and ">>"): neutralise again.
 	return NeutralizeFences(b.String())
 }
+
+// asciiSpace is unicode.IsSpace for the ASCII bytes.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true, ' ': true}
 
 // isCleanLine reports whether s has no white space other than single ASCII
 // spaces between words.
@@ -401,6 +436,11 @@ func previewBody(text string) string {
 }
 
 func isSeparatorLine(s string) bool {
+	// Every separator starts with a dash or an underscore: most lines are
+	// settled without lowering them (which allocates).
+	if s == "" || s[0] != '-' && s[0] != '_' {
+		return false
+	}
 	l := strings.ToLower(s)
 	switch {
 	case strings.HasPrefix(l, "-----original message-----"),
@@ -489,6 +529,12 @@ func NeutralizeFences(s string) string {
 		}
 		start, end := -1, -1
 		if foldLetter(r) == 'u' {
+			// "u" followed by an ASCII letter other than n starts no
+			// phrase (common in text): skip the full match.
+			if next := i + size; next < len(s) && s[next] < utf8.RuneSelf && s[next]|0x20 != 'n' {
+				i = next
+				continue
+			}
 			start, end = fenceAt(s, i, done)
 		} else if open, n := angleRune(r); n > 0 && !open {
 			start, end = markerCloseAt(s, i, done)

@@ -1,5 +1,6 @@
 // Package transport owns what the IMAP and SMTP layers both need to reach a
-// mail server: the security mode, the client TLS configuration, a TCP dial
+// mail server: the security mode, the client TLS configuration (with one
+// session cache for the process, so that new connections resume), a TCP dial
 // (and, for implicit TLS, the handshake) bounded by a context, and one
 // classification of dial and TLS failures into mailerr errors, with the
 // cause kept for the log.
@@ -68,8 +69,9 @@ func (e Endpoint) TLSStep() string { return "starting TLS with " + e.server() }
 
 // ClientTLS returns the TLS configuration for a connection to e: a clone of
 // e.TLS (never shared, so a handshake cannot change the caller's), with
-// ServerName from Host when empty, at least TLS 1.2, and the ALPN name
-// offered with implicit TLS.
+// ServerName from Host when empty, at least TLS 1.2, the ALPN name
+// offered with implicit TLS, and the process's session cache (resumption,
+// sessions.go) unless e.TLS brings its own or disables tickets.
 func (e Endpoint) ClientTLS() *tls.Config {
 	var t *tls.Config
 	if e.TLS != nil {
@@ -85,6 +87,9 @@ func (e Endpoint) ClientTLS() *tls.Config {
 	}
 	if t.NextProtos == nil && e.Security == TLS && e.ALPN != "" {
 		t.NextProtos = []string{e.ALPN}
+	}
+	if t.ClientSessionCache == nil && !t.SessionTicketsDisabled {
+		t.ClientSessionCache = endpointSessions{addr: e.Addr()}
 	}
 	return t
 }
