@@ -232,47 +232,6 @@ func (d *direct) fetchWhole(uid imap.UID) error {
 	return nil
 }
 
-// timed makes fn report its own latency, for runPairLat.
-func timed(fn func() error) func() (time.Duration, error) {
-	return func() (time.Duration, error) {
-		t := time.Now()
-		err := fn()
-		return time.Since(t), err
-	}
-}
-
-// runPairLat is runPair for sides that report each call's latency
-// themselves (the SDK's is measured in Node): it alternates a and b on one
-// goroutine, and a side's Wall is the sum of its calls' latencies, so its
-// Rate is what a client calling in a loop gets.
-func runPairLat(b budget, fa, fb func() (time.Duration, error)) (*result, *result) {
-	ra, rb := &result{}, &result{}
-	deadline := time.Now().Add(b.max)
-	one := func(r *result, fn func() (time.Duration, error)) {
-		d, err := fn()
-		r.Wall += d
-		r.Calls++
-		if err != nil {
-			r.Errors++
-			if r.Err == nil {
-				r.Err = err
-			}
-			return
-		}
-		r.lat = append(r.lat, d)
-	}
-	for i := 0; i < b.n && time.Now().Before(deadline); i++ {
-		if i%2 == 0 {
-			one(ra, fa)
-			one(rb, fb)
-		} else {
-			one(rb, fb)
-			one(ra, fa)
-		}
-	}
-	return ra, rb
-}
-
 // measureSDK measures, at concurrency 1 on the size-n user, imap_list_emails
 // and imap_read_email through the TypeScript SDK, alternating call by call
 // with the bare IMAP command on d (a warm connection, INBOX examined): the

@@ -113,15 +113,28 @@ func run(c int, b budget, fn func(worker int) error) *result {
 // runPair alternates a and b on one goroutine, so that both see the same
 // machine load: the ratio of the two is what matters.
 func runPair(b budget, fa, fb func() error) (*result, *result) {
-	ra, rb := &result{}, &result{}
-	deadline := time.Now().Add(b.max)
-	t0 := time.Now()
-	var wa, wb time.Duration
-	one := func(r *result, fn func() error, wall *time.Duration) {
+	return runPairLat(b, timed(fa), timed(fb))
+}
+
+// timed makes fn report its own latency, for runPairLat.
+func timed(fn func() error) func() (time.Duration, error) {
+	return func() (time.Duration, error) {
 		t := time.Now()
 		err := fn()
-		d := time.Since(t)
-		*wall += d
+		return time.Since(t), err
+	}
+}
+
+// runPairLat is runPair for sides that report each call's latency
+// themselves (the SDK's is measured in Node): it alternates a and b on one
+// goroutine, and a side's Wall is the sum of its calls' latencies, so its
+// Rate is what a client calling in a loop gets.
+func runPairLat(b budget, fa, fb func() (time.Duration, error)) (*result, *result) {
+	ra, rb := &result{}, &result{}
+	deadline := time.Now().Add(b.max)
+	one := func(r *result, fn func() (time.Duration, error)) {
+		d, err := fn()
+		r.Wall += d
 		r.Calls++
 		if err != nil {
 			r.Errors++
@@ -134,15 +147,13 @@ func runPair(b budget, fa, fb func() error) (*result, *result) {
 	}
 	for i := 0; i < b.n && time.Now().Before(deadline); i++ {
 		if i%2 == 0 {
-			one(ra, fa, &wa)
-			one(rb, fb, &wb)
+			one(ra, fa)
+			one(rb, fb)
 		} else {
-			one(rb, fb, &wb)
-			one(ra, fa, &wa)
+			one(rb, fb)
+			one(ra, fa)
 		}
 	}
-	_ = t0
-	ra.Wall, rb.Wall = wa, wb
 	return ra, rb
 }
 

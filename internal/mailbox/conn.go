@@ -127,7 +127,7 @@ func dialOwn(ctx context.Context, cfg Config, creds credentials.Credentials, tun
 
 // dialLogin dials and logs in, telling the login guard how the login
 // ended; folder goes ahead as in dial, and the EXAMINE is returned unread.
-func dialLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), folder string) (*Conn, *ahead, error) {
+func dialLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), folder string) (*Conn, *selecting, error) {
 	if cfg.Security == transport.Plain && !cfg.AllowPlaintextAuth {
 		return nil, nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
 	}
@@ -155,7 +155,7 @@ func refusedLogin(err error) bool {
 	return mailerr.KindOf(err) == mailerr.Auth && errors.As(err, &ie) && ie.Code != imap.ResponseCodePrivacyRequired
 }
 
-func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), folder string) (_ *Conn, _ *ahead, err error) {
+func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), folder string) (_ *Conn, _ *selecting, err error) {
 	ep := cfg.endpoint()
 	netConn, err := transport.Dial(ctx, ep)
 	if err != nil {
@@ -196,7 +196,7 @@ func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials
 // round trip later. Without TLS yet (plain, or STARTTLS before its
 // answer) the greeting's capabilities are read first, so that no password
 // is sent where the server says LOGINDISABLED.
-func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn, opts *imapclient.Options, creds credentials.Credentials, folder string, step *string) (*Conn, *ahead, error) {
+func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn, opts *imapclient.Options, creds credentials.Credentials, folder string, step *string) (*Conn, *selecting, error) {
 	var c *imapclient.Client
 	if ep.Security == transport.StartTLS {
 		// go-imap sends STARTTLS without waiting for the greeting: until
@@ -219,7 +219,7 @@ func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn,
 	conn := &Conn{c: c}
 	password := creds.Mechanism() != credentials.MechOAuth
 	var login *imapclient.Command
-	var ex *ahead
+	var ex *selecting
 	if password && ep.Security == transport.TLS {
 		login, ex = sendLogin(c, creds, folder)
 	}
@@ -274,32 +274,20 @@ func errLoginDisabled() error {
 	return mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
 }
 
-// ahead is an EXAMINE sent right behind the LOGIN, with the LIST that
-// learns the folder's special-use role, as sel (list.go) sends them.
-type ahead struct {
-	folder string
-	sel    *imapclient.SelectCommand
-	list   *imapclient.ListCommand
-}
-
 // sendLogin sends LOGIN without waiting for its answer and, when folder
 // goes ahead, the EXAMINE and LIST behind it. RFC 9051 5.5 lets a client
 // send commands without waiting; a server runs commands that depend on an
 // earlier one in order (Dovecot hands what follows a LOGIN to the imap
 // process it starts), and if the LOGIN fails, they fail as commands of a
 // connection that is not logged in, and the connection is closed.
-func sendLogin(c *imapclient.Client, creds credentials.Credentials, folder string) (*imapclient.Command, *ahead) {
+func sendLogin(c *imapclient.Client, creds credentials.Credentials, folder string) (*imapclient.Command, *selecting) {
 	login := c.Login(creds.User, creds.Password())
 	if !goesAhead(folder) {
 		return login, nil
 	}
-	return login, &ahead{
-		folder: folder,
-		sel:    c.Select(folder, &imap.SelectOptions{ReadOnly: true}),
-		// Whether the server has SPECIAL-USE is known only after the
-		// LOGIN: settle ignores the answer if not.
-		list: c.List("", folder, &imap.ListOptions{ReturnSpecialUse: true}),
-	}
+	// Whether the server has SPECIAL-USE is known only after the LOGIN:
+	// the LIST goes anyway, and finishSelect ignores it if not.
+	return login, startSelect(c, folder, true, true)
 }
 
 // goesAhead says whether folder may be sent before the server's
@@ -319,31 +307,10 @@ func goesAhead(folder string) bool {
 }
 
 // settle waits for the EXAMINE sent ahead and records the folder as
-// selected, with its role, as sel does. A failed EXAMINE selects nothing:
-// the operation's own EXAMINE then fails and is reported exactly as on a
-// connection that was already open.
-func (conn *Conn) settle(ex *ahead) {
-	data, err := ex.sel.Wait()
-	list, _ := ex.list.Collect()
-	// go-imap records the selected mailbox after Wait returns (NOTES.md);
-	// the LIST's answer comes after it, so by now it has, unless the
-	// connection broke, which examine will find.
-	if mb := conn.c.Mailbox(); err != nil || mb == nil || mb.Name != ex.folder {
-		return
-	}
-	role := ""
-	if conn.c.Caps().Has(imap.CapSpecialUse) {
-		for _, d := range list {
-			if d.Mailbox == ex.folder {
-				role = roleOf(d)
-			}
-		}
-	}
-	if role == "" && ex.folder == "INBOX" {
-		role = "inbox"
-	}
-	conn.selected, conn.selectedRW, conn.uidValidity, conn.role = ex.folder, false, data.UIDValidity, role
-}
+// selected, as sel does. A failed EXAMINE selects nothing: the operation's
+// own EXAMINE then fails and is reported exactly as on a connection that
+// was already open.
+func (conn *Conn) settle(ex *selecting) { conn.finishSelect(ex) }
 
 // authenticateOAuth logs in with an access token: AUTHENTICATE OAUTHBEARER
 // or XOAUTH2, whichever the server advertises (LOGINDISABLED does not

@@ -361,28 +361,48 @@ func (conn *Conn) examine(folder string) (*imapclient.SelectedMailbox, error) {
 func (conn *Conn) sel(folder string, readOnly bool) (*imap.SelectData, error) {
 	conn.selected, conn.role = "", ""
 	cl := conn.client()
-	selCmd := cl.Select(folder, &imap.SelectOptions{ReadOnly: readOnly})
-	var list *imapclient.ListCommand
-	if cl.Caps().Has(imap.CapSpecialUse) {
-		list = cl.List("", folder, &imap.ListOptions{ReturnSpecialUse: true})
+	return conn.finishSelect(startSelect(cl, folder, readOnly, cl.Caps().Has(imap.CapSpecialUse)))
+}
+
+// selecting is a SELECT or EXAMINE in flight, with the LIST that learns
+// the folder's special-use role when asked for.
+type selecting struct {
+	folder   string
+	readOnly bool
+	sel      *imapclient.SelectCommand
+	list     *imapclient.ListCommand // nil: the role is not asked
+}
+
+func startSelect(cl *imapclient.Client, folder string, readOnly, role bool) *selecting {
+	s := &selecting{folder: folder, readOnly: readOnly, sel: cl.Select(folder, &imap.SelectOptions{ReadOnly: readOnly})}
+	if role {
+		s.list = cl.List("", folder, &imap.ListOptions{ReturnSpecialUse: true})
 	}
-	data, err := selCmd.Wait()
+	return s
+}
+
+// finishSelect waits for s and records its folder as the selected one,
+// with its role; a failed SELECT records nothing.
+func (conn *Conn) finishSelect(s *selecting) (*imap.SelectData, error) {
+	data, err := s.sel.Wait()
 	role := ""
-	if list != nil {
-		// A failed LIST leaves the role unknown; the SELECT decides.
-		ld, _ := list.Collect()
+	if s.list != nil {
+		// A failed LIST leaves the role unknown; the SELECT decides. The
+		// server may lack SPECIAL-USE when the LIST went out before its
+		// capabilities were known (sendLogin): the answer is then ignored.
+		ld, _ := s.list.Collect()
 		for _, d := range ld {
-			if d.Mailbox == folder {
+			if d.Mailbox == s.folder && conn.client().Caps().Has(imap.CapSpecialUse) {
 				role = roleOf(d)
 			}
 		}
 	}
 	if err != nil {
-		return nil, imapError(err, folder)
+		return nil, imapError(err, s.folder)
 	}
-	if role == "" && folder == "INBOX" {
+	if role == "" && s.folder == "INBOX" {
 		role = "inbox"
 	}
-	conn.selected, conn.selectedRW, conn.uidValidity, conn.role = folder, !readOnly, data.UIDValidity, role
+	conn.selected, conn.selectedRW, conn.uidValidity, conn.role = s.folder, !s.readOnly, data.UIDValidity, role
 	return data, nil
 }

@@ -133,13 +133,9 @@ func readMessage(cl *imapclient.Client, folder string, uid uint32, offset, maxCh
 		// The whole text came with the structure, as the second FETCH
 		// would have brought it; what may be left to ask is an
 		// attachment's size.
-		t := texts[0]
-		body, warnings = mailmsg.DecodeText(bytes.NewReader(guess), t.part)
-		if strings.TrimSpace(body) == "" {
-			body = ""
-		} else {
-			m.TextFrom = t.part.MediaType
-		}
+		var text string
+		text, warnings = mailmsg.DecodeText(bytes.NewReader(guess), texts[0].part)
+		body = joinTexts([]string{text}, texts, &m.TextFrom)
 		var more []string
 		_, more, err = fetchBody(cl, uid, bs, nil, atts, partCap, &m.TextFrom)
 		warnings = append(warnings, more...)
@@ -336,6 +332,13 @@ func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uin
 	if err := cmd.Close(); err != nil {
 		return "", nil, err
 	}
+	return joinTexts(decoded, texts, from), warnings, nil
+}
+
+// joinTexts makes the body of the decoded texts (of texts), leaving out
+// blank ones, and sets *from to the media type it comes from: text/plain
+// if any part was, else the first.
+func joinTexts(decoded []string, texts []textPart, from *string) string {
 	var parts []string
 	for i, d := range decoded {
 		if strings.TrimSpace(d) == "" {
@@ -346,5 +349,5 @@ func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uin
 			*from = texts[i].part.MediaType
 		}
 	}
-	return strings.Join(parts, "\n\n"), warnings, nil
+	return strings.Join(parts, "\n\n")
 }
