@@ -257,62 +257,75 @@ func nextOwner(frames []string) (string, string) {
 	return "", frames[len(frames)-1]
 }
 
-// funcCPU is one function's share of an owner's CPU.
-type funcCPU struct {
-	fn  string
-	cpu time.Duration
+// funcShare is one function's share of an owner's CPU (ns) or allocations
+// (bytes).
+type funcShare struct {
+	fn    string
+	value int64
 }
 
-// ownerCPU is one owner's CPU in a profile, with its functions, largest
-// first.
-type ownerCPU struct {
+// ownerShare is one owner's CPU or allocations in a profile, with its
+// functions, largest first.
+type ownerShare struct {
 	owner string
-	cpu   time.Duration
-	funcs []funcCPU
+	value int64
+	funcs []funcShare
 }
 
-// cpuBreakdown is a CPU profile's samples shared out among owners.
-type cpuBreakdown struct {
-	total    time.Duration
+// breakdown is a profile's samples shared out among owners: CPU in
+// nanoseconds, or bytes allocated.
+type breakdown struct {
+	total    int64
 	samples  int64
 	duration time.Duration // the profile's window
-	owners   []ownerCPU    // largest first
+	owners   []ownerShare  // largest first
 }
 
-// cpu is owner's CPU (0 when it has none).
-func (b *cpuBreakdown) cpu(owners ...string) time.Duration {
-	var sum time.Duration
+// sum is the owners' value (0 for one that has none).
+func (b *breakdown) sum(owners ...string) int64 {
+	var sum int64
 	for _, o := range b.owners {
 		if slices.Contains(owners, o.owner) {
-			sum += o.cpu
+			sum += o.value
 		}
 	}
 	return sum
 }
 
-// breakdownOf attributes every sample of a CPU profile.
-func breakdownOf(p *profile.Profile) (*cpuBreakdown, error) {
+// The sample types breakdownOf shares out.
+const (
+	sampleCPU   = "cpu"         // a CPU profile: nanoseconds
+	sampleAlloc = "alloc_space" // an allocs profile: bytes allocated
+)
+
+// breakdownOf attributes every sample of a profile: its CPU (sampleCPU) or
+// the bytes its stacks allocated (sampleAlloc).
+func breakdownOf(p *profile.Profile, typ string) (*breakdown, error) {
 	vi, ci := -1, -1
 	for i, st := range p.SampleType {
 		switch {
-		case st.Type == "cpu" && st.Unit == "nanoseconds":
+		case typ == sampleCPU && st.Type == "cpu" && st.Unit == "nanoseconds",
+			typ == sampleAlloc && st.Type == "alloc_space" && st.Unit == "bytes":
 			vi = i
-		case st.Type == "samples":
+		case typ == sampleCPU && st.Type == "samples", typ == sampleAlloc && st.Type == "alloc_objects":
 			ci = i
 		}
 	}
-	if vi < 0 && (ci < 0 || p.Period <= 0) {
-		return nil, errors.New("not a CPU profile (no cpu/nanoseconds sample type)")
+	if vi < 0 && (typ != sampleCPU || ci < 0 || p.Period <= 0) {
+		if typ == sampleCPU {
+			return nil, errors.New("not a CPU profile (no cpu/nanoseconds sample type)")
+		}
+		return nil, errors.New("not an allocs profile (no alloc_space/bytes sample type)")
 	}
-	b := &cpuBreakdown{duration: time.Duration(p.DurationNanos)}
-	byOwner := map[string]map[string]time.Duration{}
+	b := &breakdown{duration: time.Duration(p.DurationNanos)}
+	byOwner := map[string]map[string]int64{}
 	var frames []string
 	for _, s := range p.Sample {
-		var d time.Duration
+		var v int64
 		if vi >= 0 {
-			d = time.Duration(s.Value[vi])
+			v = s.Value[vi]
 		} else {
-			d = time.Duration(s.Value[ci] * p.Period)
+			v = s.Value[ci] * p.Period
 		}
 		if ci >= 0 {
 			b.samples += s.Value[ci]
@@ -327,21 +340,23 @@ func breakdownOf(p *profile.Profile) (*cpuBreakdown, error) {
 		}
 		owner, fn := attribute(frames)
 		if byOwner[owner] == nil {
-			byOwner[owner] = map[string]time.Duration{}
+			byOwner[owner] = map[string]int64{}
 		}
-		byOwner[owner][fn] += d
-		b.total += d
+		byOwner[owner][fn] += v
+		b.total += v
 	}
 	for owner, fns := range byOwner {
-		oc := ownerCPU{owner: owner}
-		for fn, d := range fns {
-			oc.cpu += d
-			oc.funcs = append(oc.funcs, funcCPU{fn, d})
+		os := ownerShare{owner: owner}
+		for fn, v := range fns {
+			os.value += v
+			os.funcs = append(os.funcs, funcShare{fn, v})
 		}
-		slices.SortFunc(oc.funcs, func(a, b funcCPU) int { return cmp.Or(cmp.Compare(b.cpu, a.cpu), strings.Compare(a.fn, b.fn)) })
-		b.owners = append(b.owners, oc)
+		slices.SortFunc(os.funcs, func(a, b funcShare) int { return cmp.Or(cmp.Compare(b.value, a.value), strings.Compare(a.fn, b.fn)) })
+		b.owners = append(b.owners, os)
 	}
-	slices.SortFunc(b.owners, func(a, b ownerCPU) int { return cmp.Or(cmp.Compare(b.cpu, a.cpu), strings.Compare(a.owner, b.owner)) })
+	slices.SortFunc(b.owners, func(a, b ownerShare) int {
+		return cmp.Or(cmp.Compare(b.value, a.value), strings.Compare(a.owner, b.owner))
+	})
 	return b, nil
 }
 
@@ -350,11 +365,13 @@ type toolCPU struct {
 	tool    string
 	calls   int           // calls made in the profile's window
 	procCPU time.Duration // the gateway's CPU over the window, from /proc
-	bd      *cpuBreakdown
+	bd      *breakdown    // CPU, ns
+	allocs  *breakdown    // bytes allocated over the same window; nil if not taken
 }
 
-// readBreakdown reads and attributes a CPU profile file.
-func readBreakdown(path string) (*cpuBreakdown, error) {
+// readBreakdown reads and attributes a profile file (typ: sampleCPU or
+// sampleAlloc).
+func readBreakdown(path, typ string) (*breakdown, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -364,7 +381,7 @@ func readBreakdown(path string) (*cpuBreakdown, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	b, err := breakdownOf(p)
+	b, err := breakdownOf(p, typ)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -390,27 +407,32 @@ func shortFunc(fn string) string {
 	return name
 }
 
-// printBreakdown prints a saved profile's breakdown: per call when calls
-// is above 0, else in total.
+// printBreakdown prints a saved profile's breakdown (a CPU profile in ms,
+// an allocs profile in KB): per call when calls is above 0, else in total.
 func printBreakdown(w io.Writer, path string, calls int) error {
-	b, err := readBreakdown(path)
+	b, err := readBreakdown(path, sampleCPU)
+	scale, unit, what := 1e6, "ms", "CPU"
 	if err != nil {
-		return err
+		var aerr error
+		if b, aerr = readBreakdown(path, sampleAlloc); aerr != nil {
+			return err
+		}
+		scale, unit, what = 1024, "KB", "allocations"
 	}
-	per, unit := 1.0, "in the profile"
+	per, over := 1.0, "in the profile"
 	if calls > 0 {
-		per, unit = float64(calls), fmt.Sprintf("per call (%d calls)", calls)
+		per, over = float64(calls), fmt.Sprintf("per call (%d calls)", calls)
 	}
-	msOf := func(d time.Duration) string { return fmt.Sprintf("%8.3f", float64(d)/per/1e6) }
-	fmt.Fprintf(w, "%s: %.1f s window, %d samples; %s ms of CPU %s\n\n", path, b.duration.Seconds(), b.samples, strings.TrimSpace(msOf(b.total)), unit)
-	fmt.Fprintf(w, "%-42s %8s %6s\n", "owner", "ms", "share")
+	of := func(v int64) string { return fmt.Sprintf("%8.3f", float64(v)/per/scale) }
+	fmt.Fprintf(w, "%s: %.1f s window, %d samples; %s %s of %s %s\n\n", path, b.duration.Seconds(), b.samples, strings.TrimSpace(of(b.total)), unit, what, over)
+	fmt.Fprintf(w, "%-42s %8s %6s\n", "owner", unit, "share")
 	for _, o := range b.owners {
-		fmt.Fprintf(w, "%-42s %s %5.1f%%\n", o.owner, msOf(o.cpu), 100*float64(o.cpu)/float64(b.total))
+		fmt.Fprintf(w, "%-42s %s %5.1f%%\n", o.owner, of(o.value), 100*float64(o.value)/float64(b.total))
 	}
 	for _, o := range b.owners {
-		fmt.Fprintf(w, "\n%s (%s ms):\n", o.owner, strings.TrimSpace(msOf(o.cpu)))
+		fmt.Fprintf(w, "\n%s (%s %s):\n", o.owner, strings.TrimSpace(of(o.value)), unit)
 		for _, f := range o.funcs[:min(5, len(o.funcs))] {
-			fmt.Fprintf(w, "  %s  %s\n", msOf(f.cpu), f.fn)
+			fmt.Fprintf(w, "  %s  %s\n", of(f.value), f.fn)
 		}
 	}
 	return nil

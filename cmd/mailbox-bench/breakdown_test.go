@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -162,25 +163,25 @@ func TestBreakdownOfProfile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := breakdownOf(parsed)
+	b, err := breakdownOf(parsed, sampleCPU)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ms := time.Millisecond
-	if b.total != 50*ms || b.samples != 5 {
+	if b.total != int64(50*ms) || b.samples != 5 {
 		t.Errorf("total %v in %d samples, want 50ms in 5", b.total, b.samples)
 	}
-	if b.owners[0].owner != ownIMAP || b.owners[0].cpu != 30*ms {
-		t.Errorf("largest owner %s %v, want go-imap 30ms", b.owners[0].owner, b.owners[0].cpu)
+	if b.owners[0].owner != ownIMAP || b.owners[0].value != int64(30*ms) {
+		t.Errorf("largest owner %s %v, want go-imap 30ms", b.owners[0].owner, b.owners[0].value)
 	}
-	if got := b.cpu(ownGateway, ownJSONOurs); got != 10*ms {
+	if got := b.sum(ownGateway, ownJSONOurs); got != int64(10*ms) {
 		t.Errorf("our code %v, want 10ms", got)
 	}
-	if got := b.cpu(ownGC); got != 10*ms {
+	if got := b.sum(ownGC); got != int64(10*ms) {
 		t.Errorf("GC %v, want 10ms", got)
 	}
-	if f := b.owners[0].funcs[0]; f.fn != "github.com/emersion/go-imap/v2/internal/imapwire.(*Decoder).Atom" || f.cpu != 30*ms {
-		t.Errorf("go-imap's top function %s %v", f.fn, f.cpu)
+	if f := b.owners[0].funcs[0]; f.fn != "github.com/emersion/go-imap/v2/internal/imapwire.(*Decoder).Atom" || f.value != int64(30*ms) {
+		t.Errorf("go-imap's top function %s %v", f.fn, f.value)
 	}
 	// Every owner is in one of the report's columns.
 	grouped := map[string]bool{}
@@ -198,7 +199,7 @@ func TestBreakdownOfProfile(t *testing.T) {
 
 func TestBreakdownRefusesOtherProfiles(t *testing.T) {
 	p := &profile.Profile{SampleType: []*profile.ValueType{{Type: "alloc_space", Unit: "bytes"}}}
-	if _, err := breakdownOf(p); err == nil {
+	if _, err := breakdownOf(p, sampleCPU); err == nil {
 		t.Error("an allocation profile was read as a CPU profile")
 	}
 }
@@ -216,6 +217,59 @@ func TestShortFunc(t *testing.T) {
 	} {
 		if got := shortFunc(in); got != want {
 			t.Errorf("shortFunc(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestBreakdownOfAllocs shares an allocs profile out by the same rules:
+// bytes, not CPU, and neither profile is read as the other.
+func TestBreakdownOfAllocs(t *testing.T) {
+	imapStack := under("runtime.mallocgc", "time.newParseError", "net/mail.ParseDate", fnEnvelope, fnMailbox)
+	ourStack := under("runtime.mallocgc", "strings.(*Builder).grow", "github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg.SanitizeLine", fnMailbox)
+	p := buildProfile([][]string{imapStack, imapStack, ourStack})
+	cpu := buildProfile([][]string{ourStack})
+	p.SampleType = []*profile.ValueType{{Type: "alloc_objects", Unit: "count"}, {Type: "alloc_space", Unit: "bytes"},
+		{Type: "inuse_objects", Unit: "count"}, {Type: "inuse_space", Unit: "bytes"}}
+	p.PeriodType, p.Period = &profile.ValueType{Type: "space", Unit: "bytes"}, 512*1024
+	for i, s := range p.Sample {
+		s.Value = []int64{2, int64(1000 * (i + 1)), 0, 0}
+	}
+	b, err := breakdownOf(p, sampleAlloc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.total != 6000 || b.samples != 6 {
+		t.Errorf("total %d bytes in %d objects, want 6000 in 6", b.total, b.samples)
+	}
+	if got := b.sum(ownIMAP); got != 3000 {
+		t.Errorf("go-imap allocated %d bytes, want 3000 (net/mail's under it)", got)
+	}
+	if got := b.sum(ownGateway); got != 3000 {
+		t.Errorf("our code allocated %d bytes, want 3000", got)
+	}
+	if _, err := breakdownOf(p, sampleCPU); err == nil {
+		t.Error("an allocs profile was read as a CPU profile")
+	}
+	if _, err := breakdownOf(cpu, sampleAlloc); err == nil {
+		t.Error("a CPU profile was read as an allocs profile")
+	}
+}
+
+// TestAllocsMarkdown checks the table's arithmetic: KB per call per owner
+// and the GC's CPU shared out by bytes allocated.
+func TestAllocsMarkdown(t *testing.T) {
+	r := &report{callCPU: []toolCPU{{
+		tool: toolList, calls: 10,
+		bd: &breakdown{total: 40e6, owners: []ownerShare{{owner: ownGC, value: 20e6}, {owner: ownIMAP, value: 20e6}}},
+		allocs: &breakdown{total: 40960, owners: []ownerShare{
+			{owner: ownIMAP, value: 30720}, {owner: ownGateway, value: 10240}}},
+	}}}
+	var b strings.Builder
+	r.allocsMarkdown(func(format string, args ...any) { fmt.Fprintf(&b, format, args...) })
+	// 2 ms of GC per call: 3/4 to go-imap (3 KB a call), 1/4 to us (1 KB).
+	for _, want := range []string{"| imap_list_emails | 1.0 (0.500) | 0.0 (0.000) | 3.0 (1.500) |", "| 4.0 | 2.000 |"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, b.String())
 		}
 	}
 }

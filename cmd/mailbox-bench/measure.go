@@ -176,7 +176,7 @@ func (b *bench) profileTools(ctx context.Context, gw *gateway, tools []string) e
 			op, file = floorOp(c), "floor"
 		}
 		logf("profiling %s for %d s", tool, secs)
-		t, err := profileTool(gw, op, filepath.Join(b.o.profileDir, "cpu-"+file+".pprof"), secs)
+		t, err := profileTool(gw, op, filepath.Join(b.o.profileDir, "cpu-"+file+".pprof"), filepath.Join(b.o.profileDir, "allocs-"+file+".pprof"), secs)
 		if err != nil {
 			b.rep.add(tool, n, 1, sideProfile, &result{Calls: 1, Errors: 1, Err: err})
 			continue
@@ -190,16 +190,18 @@ func (b *bench) profileTools(ctx context.Context, gw *gateway, tools []string) e
 }
 
 // profileTool calls op in a loop for secs seconds while the gateway
-// writes its CPU profile to path, and reads the profile back.
-func profileTool(gw *gateway, op func() error, path string, secs int) (toolCPU, error) {
+// writes its CPU profile to path and the allocations of the same window
+// (a delta allocs profile) to allocsPath, and reads both back.
+func profileTool(gw *gateway, op func() error, path, allocsPath string, secs int) (toolCPU, error) {
 	for range 5 { // warm up, as the cells do
 		if err := op(); err != nil {
 			return toolCPU{}, err
 		}
 	}
-	done := make(chan error, 1)
+	done, allocsDone := make(chan error, 1), make(chan error, 1)
 	t0, cpu0 := time.Now(), gw.cpu()
 	go func() { done <- gw.fetchProfile(fmt.Sprintf("profile?seconds=%d", secs), path) }()
+	go func() { allocsDone <- gw.fetchProfile(fmt.Sprintf("allocs?seconds=%d", secs), allocsPath) }()
 	// The profile starts a moment after t0 and ends a moment after the
 	// last call: off by one call in thousands.
 	t := toolCPU{}
@@ -214,6 +216,9 @@ func profileTool(gw *gateway, op func() error, path string, secs int) (toolCPU, 
 	if err := <-done; err != nil {
 		return t, fmt.Errorf("cpu profile: %w", err)
 	}
+	if err := <-allocsDone; err != nil {
+		return t, fmt.Errorf("allocs profile: %w", err)
+	}
 	if callErr != nil {
 		return t, callErr
 	}
@@ -221,7 +226,10 @@ func profileTool(gw *gateway, op func() error, path string, secs int) (toolCPU, 
 		return t, errors.New("no call completed in the profile's window")
 	}
 	var err error
-	t.bd, err = readBreakdown(path)
+	if t.bd, err = readBreakdown(path, sampleCPU); err != nil {
+		return t, err
+	}
+	t.allocs, err = readBreakdown(allocsPath, sampleAlloc)
 	return t, err
 }
 

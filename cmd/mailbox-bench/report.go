@@ -304,8 +304,13 @@ func (r *report) markdown() string {
 			if g == nil || d == nil {
 				continue
 			}
-			x := ratio(g.P50(), d.P50())
-			p("| TS SDK %s p50 ≤ %.1f × %s, %d messages | %.2f × | %s |\n", t.tool, t.limit, t.bare, n, x, verdict(x, t.limit))
+			x, split := ratio(g.P50(), d.P50()), ""
+			if g.Calls > 0 && g.ClientCPU > 0 {
+				// Where the call's time goes: both processes' CPU per call.
+				per := func(d time.Duration) float64 { return float64(d) / float64(g.Calls) / 1e6 }
+				split = fmt.Sprintf(" (p50 %s, bare %s; CPU per call: gateway %.2f ms, Node + SDK %.2f ms)", ms(g.P50()), ms(d.P50()), per(g.CPU), per(g.ClientCPU))
+			}
+			p("| TS SDK %s p50 ≤ %.1f × %s, %d messages | %.2f ×%s | %s |\n", t.tool, t.limit, t.bare, n, x, split, verdict(x, t.limit))
 		}
 		if t.tool != toolList {
 			continue
@@ -346,13 +351,14 @@ func (r *report) callCPUMarkdown() string {
 	}
 	p(" total (profile) | /proc CPU per call |\n|---|---:|%s---:|---:|\n", strings.Repeat("---:|", len(ownerGroups)))
 	for _, t := range r.callCPU {
-		per := func(d time.Duration) string { return fmt.Sprintf("%.3f", float64(d)/float64(t.calls)/1e6) }
+		per := func(ns int64) string { return fmt.Sprintf("%.3f", float64(ns)/float64(t.calls)/1e6) }
 		p("| %s | %d |", t.tool, t.calls)
 		for _, g := range ownerGroups {
-			p(" %s |", per(t.bd.cpu(g.owners...)))
+			p(" %s |", per(t.bd.sum(g.owners...)))
 		}
-		p(" %s | %s |\n", per(t.bd.total), per(t.procCPU))
+		p(" %s | %s |\n", per(t.bd.total), per(int64(t.procCPU)))
 	}
+	r.allocsMarkdown(p)
 	p("\nThe biggest owners other than our code, ms per call, with their top functions (for a library: its function nearest the leaf, with the helpers and allocations below it; for the runtime: the leaf; for syscalls: who made them):\n\n")
 	for _, t := range r.callCPU {
 		shown := 0
@@ -363,12 +369,50 @@ func (r *report) callCPUMarkdown() string {
 			shown++
 			var fns []string
 			for _, f := range oc.funcs[:min(5, len(oc.funcs))] {
-				fns = append(fns, fmt.Sprintf("`%s` %.3f", shortFunc(f.fn), float64(f.cpu)/float64(t.calls)/1e6))
+				fns = append(fns, fmt.Sprintf("`%s` %.3f", shortFunc(f.fn), float64(f.value)/float64(t.calls)/1e6))
 			}
-			p("- %s, %s %.3f: %s\n", t.tool, oc.owner, float64(oc.cpu)/float64(t.calls)/1e6, strings.Join(fns, ", "))
+			p("- %s, %s %.3f: %s\n", t.tool, oc.owner, float64(oc.value)/float64(t.calls)/1e6, strings.Join(fns, ", "))
 		}
 	}
 	return b.String()
+}
+
+// allocsMarkdown is the table of who allocates what in a call, from the
+// delta allocs profiles taken with the CPU profiles, and the collector's
+// CPU (the "runtime: GC" owner) shared out in proportion: whoever
+// allocates makes the collector run.
+func (r *report) allocsMarkdown(p func(string, ...any)) {
+	var rows []toolCPU
+	for _, t := range r.callCPU {
+		if t.allocs != nil && t.allocs.total > 0 {
+			rows = append(rows, t)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	p("\nWho allocates: KB allocated per call by each owner, from the allocs profile of the same window (`DIR/allocs-TOOL.pprof`, sampled by the runtime, attributed by the same rules), and in brackets the GC's CPU per call (ms) charged to that owner in proportion to what it allocates. ")
+	p("This is how the \"Go runtime\" column above divides among the libraries: the collector runs because someone allocates.\n\n")
+	p("| tool |")
+	for _, g := range ownerGroups[:len(ownerGroups)-2] { // the runtime allocates next to nothing
+		p(" %s |", g.name)
+	}
+	p(" other | total KB | GC ms |\n|---|%s---:|---:|---:|\n", strings.Repeat("---:|", len(ownerGroups)-2))
+	for _, t := range rows {
+		gc := float64(t.bd.sum(ownGC)) / float64(t.calls) / 1e6
+		cell := func(bytes int64) string {
+			kb := float64(bytes) / float64(t.calls) / 1024
+			return fmt.Sprintf("%.1f (%.3f)", kb, gc*float64(bytes)/float64(t.allocs.total))
+		}
+		p("| %s |", t.tool)
+		var shown int64
+		for _, g := range ownerGroups[:len(ownerGroups)-2] {
+			v := t.allocs.sum(g.owners...)
+			shown += v
+			p(" %s |", cell(v))
+		}
+		p(" %s | %.1f | %.3f |\n", cell(t.allocs.total-shown), float64(t.allocs.total)/float64(t.calls)/1024, gc)
+	}
 }
 
 const (

@@ -260,9 +260,9 @@ func (b *bench) measureSDK(ctx context.Context, gw *gateway, n int, d *direct) e
 		x := timed(c.bare)
 		runPairLat(budget{5, o.cellMax}, g, x) // warm up
 		logf("c=1 TypeScript SDK %s on %d messages", c.tool, n)
-		cpu0 := gw.cpu()
+		cpu0, node0 := gw.cpu(), procCPU(s.cmd.Process.Pid)
 		rg, rd := runPairLat(budget{o.n1, o.cellMax}, g, x)
-		rg.CPU = gw.cpu() - cpu0
+		rg.CPU, rg.ClientCPU = gw.cpu()-cpu0, procCPU(s.cmd.Process.Pid)-node0
 		b.rep.add(sdkTool(c.tool), n, 1, sideGateway, rg)
 		b.rep.add(sdkTool(c.tool), n, 1, sideDirect, rd)
 	}

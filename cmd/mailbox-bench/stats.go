@@ -16,7 +16,10 @@ type result struct {
 	Err    error // the first error, for the report
 	Wall   time.Duration
 	CPU    time.Duration // the gateway process's CPU time during the cell (0: not taken)
-	lat    []time.Duration
+	// ClientCPU is the client process's CPU time during the cell, where
+	// the client is a process of its own (the TypeScript SDK's Node).
+	ClientCPU time.Duration
+	lat       []time.Duration
 }
 
 func (r *result) pct(p float64) time.Duration {

@@ -315,7 +315,7 @@ func preview(bs imap.BodyStructure, head []byte) string {
 		}
 		head = mailmsg.NestedBody(head, steps)
 	}
-	return mailmsg.Preview(mailmsg.DecodeTextHead(head, t.part), previewRunes)
+	return mailmsg.HeadPreview(head, t.part, previewRunes)
 }
 
 // readAtMost reads up to n bytes of a literal. The buffer is the

@@ -524,7 +524,7 @@ func (t *threadWalk) snippets(msgs []*threadMsg) (map[Location]string, error) {
 				if len(texts) == 0 {
 					continue
 				}
-				out[loc] = mailmsg.Preview(mailmsg.DecodeTextHead(b.FindBodySection(sec), texts[0].part), threadSnippetRunes)
+				out[loc] = mailmsg.HeadPreview(b.FindBodySection(sec), texts[0].part, threadSnippetRunes)
 			}
 		}
 	}

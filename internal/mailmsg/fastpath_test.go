@@ -134,6 +134,9 @@ func FuzzFastPaths(f *testing.F) {
 		"MA1L-x\n>>", "un trusted", "Untrusted mail content begin", "u\u0301ntrusted MAIL CONTENT END MAIL-Q>>>", "uN", "U",
 		"-----Original Message-----", "________________________", "---------- Forwarded message ---------",
 		"-----URSPRÜNGLICHE NACHRICHT-----", "-- ", "__",
+		// plainLine's edges: the one-pass check must hand each to the full path.
+		"Thanks.\r\n\r\nOn Monday, Bob wrote:\r\n> q\r\nafter\n-- \nsig", "a\n\nb\nOn x wrote:\n\n> q\n\nc", "From: a\nSent: b", "\n\nx\n",
+		"Quarterly report for June", "menu", "run", "Un", "u", "a>b", "MAIL-ABC>>", "MAIL-ABC> >", "MAIL-ABC>", "Re: untrusted", "UNTRUSTED MAIL CONTENT", "untrusteD mail content end MAIL-Q>>>", "untruste", "two  spaces", "trail ", " lead", "tab\there", "del\x7f",
 	} {
 		f.Add(s)
 	}
@@ -149,8 +152,96 @@ func FuzzFastPaths(f *testing.F) {
 		if got, want := NeutralizeFences(s), refNeutralizeFences(s); got != want {
 			t.Fatalf("NeutralizeFences(%q) = %q, want %q", s, got, want)
 		}
+		for _, n := range []int{1, 2, 7, 160} {
+			if got, want := cutPreview(s, n), refCutPreview(s, n); got != want {
+				t.Fatalf("cutPreview(%q, %d) = %q, want %q", s, n, got, want)
+			}
+		}
+		if got, want := previewBody(s), refPreviewBody(s); got != want {
+			t.Fatalf("previewBody(%q) = %q, want %q", s, got, want)
+		}
 		if got, want := isSeparatorLine(s), refIsSeparatorLine(s); got != want {
 			t.Fatalf("isSeparatorLine(%q) = %v, want %v", s, got, want)
+		}
+	})
+}
+
+// refPreviewBody is previewBody before it returned kept text without
+// copying it.
+func refPreviewBody(text string) string {
+	var kept []string
+	lines := strings.Split(text, "\n")
+	for i, line := range lines {
+		line = strings.TrimRight(line, "\r")
+		trimmed := strings.TrimSpace(line)
+		if line == "-- " || line == "--" || isSeparatorLine(trimmed) || isReplyHeader(trimmed, lines[i+1:]) {
+			break
+		}
+		if strings.HasPrefix(trimmed, ">") {
+			for len(kept) > 0 && strings.TrimSpace(kept[len(kept)-1]) == "" {
+				kept = kept[:len(kept)-1]
+			}
+			if len(kept) > 0 && isAttribution(kept[len(kept)-1]) {
+				kept = kept[:len(kept)-1]
+			}
+			continue
+		}
+		kept = append(kept, line)
+	}
+	return strings.Join(kept, "\n")
+}
+
+// refCutPreview is cutPreview counting the whole line's runes (and with
+// the fix for n == 1).
+func refCutPreview(line string, n int) string {
+	if utf8.RuneCountInString(line) <= n {
+		return line
+	}
+	cut := ""
+	if n > 1 {
+		cut, _, _ = Truncate(line, 0, n-1)
+	}
+	if k := strings.LastIndexByte(cut, ' '); k > 0 && line[len(cut)] != ' ' && utf8.RuneCountInString(cut[k:]) <= 20 {
+		cut = cut[:k]
+	}
+	cut = strings.TrimRightFunc(cut, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsPunct(r) && r != ')' && r != '"' })
+	return cut + "…"
+}
+
+// headParts are the shapes of text part HeadPreview meets.
+var headParts = []Part{
+	{},
+	{Charset: "utf-8", Encoding: "quoted-printable"},
+	{Charset: "iso-8859-1", Encoding: "base64"},
+	{MediaType: "text/html", Charset: "utf-8"},
+	{MediaType: "text/html", Encoding: "quoted-printable"},
+	{Charset: "utf-8", Format: "flowed", DelSp: true},
+	{Charset: "windows-1252", Format: "flowed"},
+}
+
+// FuzzHeadPreview checks that HeadPreview, which trusts DecodeTextHead's
+// text to be sanitised (and stay so when lines are dropped), previews
+// exactly what Preview does with the same text.
+func FuzzHeadPreview(f *testing.F) {
+	for i, s := range []string{
+		"Thanks, that works.\r\n\r\nOn Monday, Bob wrote:\r\n> quoted\r\n> more\r\n",
+		"line one\r\n-- \r\nsignature",
+		"\u200b> hidden quote\r\nkept\r\n\u0301\r\n\uFE0Fx",
+		"MA1L-x\r\n> q\r\n>>",
+		"x\r\n<<<UNTRUSTED MAIL\r\n> q\r\nCONTENT END MAIL-ABC>>>\r\n",
+		"<p>Hello <b>there</b></p><blockquote>old</blockquote>",
+		"caf=C3=A9 =\r\nsoft break\r\n> q=3D",
+		"SGVsbG8gd29ybGQ=\r\n",
+		"flowed line \r\ncontinues\r\n> quoted \r\n> more\r\n-- \r\nsig",
+		"-----Original Message-----\r\nFrom: a\r\n",
+	} {
+		f.Add([]byte(s), uint8(i), uint8(160))
+	}
+	f.Fuzz(func(t *testing.T, head []byte, kind, n uint8) {
+		p := headParts[int(kind)%len(headParts)]
+		want := Preview(DecodeTextHead(head, p), int(n))
+		if got := HeadPreview(head, p, int(n)); got != want {
+			t.Fatalf("HeadPreview(%q, %+v, %d) = %q, want %q", head, p, n, got, want)
 		}
 	})
 }

@@ -249,7 +249,39 @@ func vsBlockedAfter(prefix string) bool {
 // newlines, tabs and other white space become spaces, runs of spaces collapse
 // to one, and leading and trailing spaces are removed.
 func SanitizeLine(s string) string {
-	s = Sanitize(s)
+	if plainLine(s) {
+		return s
+	}
+	return oneLine(Sanitize(s))
+}
+
+// plainLine reports, in one pass, that SanitizeLine(s) is s: printable
+// ASCII with single spaces between words and nothing NeutralizeFences
+// would look at twice. In ASCII a fence can only start at the word
+// "untrusted" (no ASCII letter folds to its letters but themselves) or at
+// two closing angle brackets (">>", "> >"). Most subjects, names,
+// addresses and previews are plain; the full path takes three passes.
+func plainLine(s string) bool {
+	if s == "" || s[0] == ' ' || s[len(s)-1] == ' ' {
+		return s == ""
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c < ' ' || c >= 0x7F:
+			return false
+		case c == ' ' && s[i-1] == ' ':
+			return false
+		case c == '>' && (strings.HasPrefix(s[i+1:], ">") || strings.HasPrefix(s[i+1:], " >")):
+			return false
+		case c|0x20 == 'u' && hasPrefixFold(s[i:], "untrusted"):
+			return false
+		}
+	}
+	return true
+}
+
+// oneLine is SanitizeLine for text Sanitize has already cleaned.
+func oneLine(s string) string {
 	if isCleanLine(s) {
 		return s
 	}
@@ -391,17 +423,40 @@ const DefaultPreviewRunes = 160
 // or a forwarded/original-message separator are left out when something else
 // remains; white space is collapsed. A cut preview ends in "…".
 func Preview(text string, n int) string {
-	if n <= 0 {
-		n = DefaultPreviewRunes
-	}
 	line := SanitizeLine(previewBody(text))
 	if line == "" {
 		line = SanitizeLine(text)
 	}
-	if utf8.RuneCountInString(line) <= n {
+	return cutPreview(line, n)
+}
+
+// HeadPreview is Preview of the first bytes of a text part (DecodeTextHead).
+// That text is sanitised already, and dropping whole lines of it leaves it
+// so (FuzzHeadPreview checks it), so it is not sanitised again: a list
+// previews 20 such heads of up to 2 KB.
+func HeadPreview(head []byte, p Part, n int) string {
+	text := DecodeTextHead(head, p)
+	line := oneLine(previewBody(text))
+	if line == "" {
+		line = oneLine(text)
+	}
+	return cutPreview(line, n)
+}
+
+// cutPreview cuts a one-line preview to at most n runes.
+func cutPreview(line string, n int) string {
+	if n <= 0 {
+		n = DefaultPreviewRunes
+	}
+	// At most n runes: said by walking n runes, not counting the whole
+	// line (a preview's line can be a 2 KB body).
+	if _, more, _ := Truncate(line, 0, n); !more {
 		return line
 	}
-	cut, _, _ := Truncate(line, 0, n-1)
+	cut := "" // n == 1: the ellipsis alone (Truncate reads 0 as no limit)
+	if n > 1 {
+		cut, _, _ = Truncate(line, 0, n-1)
+	}
 	// Back off to the last word boundary, unless the cut is at one already.
 	if k := strings.LastIndexByte(cut, ' '); k > 0 && line[len(cut)] != ' ' && utf8.RuneCountInString(cut[k:]) <= 20 {
 		cut = cut[:k]
@@ -411,8 +466,10 @@ func Preview(text string, n int) string {
 }
 
 // previewBody drops quotes, attribution lines and signatures from text.
+// When what it keeps is one stretch of text (nothing dropped, or only a
+// tail), that stretch is returned without copying it.
 func previewBody(text string) string {
-	var kept []string
+	var kept []int // indexes into lines
 	lines := strings.Split(text, "\n")
 	for i, line := range lines {
 		line = strings.TrimRight(line, "\r")
@@ -422,17 +479,46 @@ func previewBody(text string) string {
 		}
 		if strings.HasPrefix(trimmed, ">") {
 			// Drop the attribution line ("On Monday, Bob wrote:") before a quote.
-			for len(kept) > 0 && strings.TrimSpace(kept[len(kept)-1]) == "" {
+			for len(kept) > 0 && strings.TrimSpace(lines[kept[len(kept)-1]]) == "" {
 				kept = kept[:len(kept)-1]
 			}
-			if len(kept) > 0 && isAttribution(kept[len(kept)-1]) {
+			if len(kept) > 0 && isAttribution(lines[kept[len(kept)-1]]) {
 				kept = kept[:len(kept)-1]
 			}
 			continue
 		}
-		kept = append(kept, line)
+		kept = append(kept, i)
 	}
-	return strings.Join(kept, "\n")
+	if len(kept) == 0 {
+		return ""
+	}
+	whole := true // kept lines follow each other, none ends in "\r"
+	for k, i := range kept {
+		if k > 0 && i != kept[k-1]+1 || strings.HasSuffix(lines[i], "\r") {
+			whole = false
+			break
+		}
+	}
+	if whole {
+		start := 0
+		for _, line := range lines[:kept[0]] {
+			start += len(line) + 1
+		}
+		end := start + len(lines[kept[0]])
+		for _, i := range kept[1:] {
+			end += 1 + len(lines[i])
+		}
+		return text[start:end]
+	}
+	var b strings.Builder
+	b.Grow(len(text))
+	for k, i := range kept {
+		if k > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(strings.TrimRight(lines[i], "\r"))
+	}
+	return b.String()
 }
 
 func isSeparatorLine(s string) bool {

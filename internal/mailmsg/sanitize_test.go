@@ -264,6 +264,8 @@ func TestPreview(t *testing.T) {
 		{"cut at word with ellipsis", "one two three four five six", 12, "one two…"},
 		{"default length", strings.Repeat("word ", 100), 0, strings.TrimSpace(strings.Repeat("word ", 32)) + "…"},
 		{"bidi removed", "Pay \u202Enow", 160, "Pay now"},
+		{"one rune is the ellipsis", "one two", 1, "…"},
+		{"two runes", "one two", 2, "o…"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

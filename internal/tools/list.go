@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,7 +135,13 @@ func pageText(r PageResult, search bool) string {
 // its preview). In the Sent and Drafts folders the recipients are what
 // tells messages apart, so they are shown instead of the sender (yourself).
 func summariesText(msgs []mailbox.Summary, recipients bool, f fence) string {
+	// Sized up front: a page's block is written once, not regrown.
+	size := 0
+	for _, m := range msgs {
+		size += 100 + len(m.Subject) + len(m.Preview) + 40*(len(m.To)+len(m.Cc)+1) + 16*len(m.Tags)
+	}
 	var b strings.Builder
+	b.Grow(size)
 	for _, m := range msgs {
 		who := "(unknown sender)"
 		switch {
@@ -145,22 +152,31 @@ func summariesText(msgs []mailbox.Summary, recipients bool, f fence) string {
 		case m.From != nil:
 			who = addrList([]mailbox.Address{*m.From})
 		}
-		marks := ""
+		b.WriteString("- uid ")
+		b.WriteString(strconv.FormatUint(uint64(m.UID), 10))
+		b.WriteString(" | ")
+		b.WriteString(m.Date.Format("2006-01-02 15:04 -0700"))
+		b.WriteString(" | ")
+		b.WriteString(who)
+		b.WriteString(" | ")
+		b.WriteString(line(m.Subject))
 		if !m.Flags.Seen {
-			marks += " [unread]"
+			b.WriteString(" [unread]")
 		}
 		if m.Flags.Flagged {
-			marks += " [flagged]"
+			b.WriteString(" [flagged]")
 		}
 		if m.HasAttachments {
-			marks += " [attachments]"
+			b.WriteString(" [attachments]")
 		}
 		if len(m.Tags) > 0 {
-			marks += " [tags: " + strings.Join(m.Tags, ", ") + "]"
+			b.WriteString(" [tags: " + strings.Join(m.Tags, ", ") + "]")
 		}
-		fmt.Fprintf(&b, "- uid %d | %s | %s | %s%s\n", m.UID, m.Date.Format("2006-01-02 15:04 -0700"), who, line(m.Subject), marks)
+		b.WriteByte('\n')
 		if m.Preview != "" {
-			fmt.Fprintf(&b, "  %s\n", line(m.Preview))
+			b.WriteString("  ")
+			b.WriteString(line(m.Preview))
+			b.WriteByte('\n')
 		}
 	}
 	return f.wrap(b.String())

@@ -54,8 +54,11 @@ func newFence() fence {
 // characters) is replaced by mailmsg.FenceRemoved, so no line inside the
 // block reads like its start or end.
 func (f fence) wrap(content string) string {
-	content = strings.ReplaceAll(mailmsg.Sanitize(content), f.marker, "[marker removed]")
-	content = mailmsg.NeutralizeFences(content)
+	content = mailmsg.Sanitize(content)
+	if strings.Contains(content, f.marker) {
+		// Taking the marker out can join pieces into a fence again.
+		content = mailmsg.NeutralizeFences(strings.ReplaceAll(content, f.marker, "[marker removed]"))
+	}
 	var b strings.Builder
 	b.Grow(len(content) + 300)
 	b.WriteString(UntrustedNote)
