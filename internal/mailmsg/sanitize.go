@@ -257,7 +257,7 @@ func SanitizeLine(s string) string {
 
 // plainLine reports, in one pass, that SanitizeLine(s) is s: printable
 // ASCII with single spaces between words and nothing NeutralizeFences
-// would look at twice. In ASCII a fence can only start at the word
+// could rewrite. In ASCII a fence can only start at the word
 // "untrusted" (no ASCII letter folds to its letters but themselves) or at
 // two closing angle brackets (">>", "> >"). Most subjects, names,
 // addresses and previews are plain; the full path takes three passes.
