@@ -360,14 +360,28 @@ func breakdownOf(p *profile.Profile, typ string) (*breakdown, error) {
 	return b, nil
 }
 
-// toolCPU is one tool's profile from the bench's per-tool pass.
+// toolCPU is one tool's window from the bench's back-to-back pass.
 type toolCPU struct {
 	tool    string
-	calls   int           // calls made in the profile's window
+	calls   int           // calls made in the window
 	procCPU time.Duration // the gateway's CPU over the window, from /proc
-	bd      *breakdown    // CPU, ns
-	allocs  *breakdown    // bytes allocated over the same window; nil if not taken
+	bd      *breakdown    // the CPU profile's breakdown, ns; nil without -profile
+	allocs  *breakdown    // bytes allocated over the same window; nil without -profile
+	// windowSecs is how long the bench called the tool.
+	windowSecs float64
 }
+
+// window is the measuring window's length in seconds: the profile's when
+// there is one, else the pass's (6 s, 4 s with -smoke).
+func (t toolCPU) window() float64 {
+	if t.bd != nil {
+		return t.bd.duration.Seconds()
+	}
+	return t.windowSecs
+}
+
+// perCall is the gateway's CPU per call over the window, in ms.
+func (t toolCPU) perCall() float64 { return float64(t.procCPU) / float64(t.calls) / 1e6 }
 
 // readBreakdown reads and attributes a profile file (typ: sampleCPU or
 // sampleAlloc).

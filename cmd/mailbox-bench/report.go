@@ -340,6 +340,25 @@ func (r *report) callCPUMarkdown() string {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	o := r.o
 	first := r.callCPU[0]
+	p("\n%s (%d-message mailbox)\n\n", backToBackHeading, o.sizes[0])
+	p("The gateway's CPU per call from /proc over a window of %.0f s in which the bench called one tool alone, one call at a time, back to back (no direct call in between, so the gateway's background work, the runtime's sysmon and timers, is not charged to its calls in proportion to idle time as in the concurrency-1 cells). The smoke run's regression guard compares these ratios to the floor's.\n\n", first.window())
+	p("| tool | messages | calls | CPU per call | ÷ floor's |\n|---|---:|---:|---:|---:|\n")
+	var floor float64
+	for _, t := range r.callCPU {
+		if t.tool == toolFloor {
+			floor = t.perCall()
+		}
+	}
+	for _, t := range r.callCPU {
+		x := "–"
+		if floor > 0 {
+			x = fmt.Sprintf("%.2f", t.perCall()/floor)
+		}
+		p("| %s | %d | %d | %.3f | %s |\n", t.tool, o.sizes[0], t.calls, t.perCall(), x)
+	}
+	if first.bd == nil {
+		return b.String()
+	}
 	p("\n### Where a call's CPU goes (profile, concurrency 1)\n\n")
 	p("For each tool, the gateway's CPU profile (`-profile DIR`: `DIR/cpu-TOOL.pprof`, `cpu-floor.pprof`) over %.0f s while the bench called that tool alone, one call at a time, on the %d-message mailbox. ", first.bd.duration.Seconds(), o.sizes[0])
 	p("Every sample (10 ms of CPU) is charged to an owner by walking its stack from the leaf up (cmd/mailbox-bench/breakdown.go): the Go runtime and standard-library helpers are charged to the code that called them, an allocation included; GC, the scheduler and socket syscalls are their own. ")
