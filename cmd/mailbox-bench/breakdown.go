@@ -367,17 +367,9 @@ type toolCPU struct {
 	procCPU time.Duration // the gateway's CPU over the window, from /proc
 	bd      *breakdown    // the CPU profile's breakdown, ns; nil without -profile
 	allocs  *breakdown    // bytes allocated over the same window; nil without -profile
-	// windowSecs is how long the bench called the tool.
+	// windowSecs is how long the bench called the tool (the profile, when
+	// taken, covers the same window).
 	windowSecs float64
-}
-
-// window is the measuring window's length in seconds: the profile's when
-// there is one, else the pass's (6 s, 4 s with -smoke).
-func (t toolCPU) window() float64 {
-	if t.bd != nil {
-		return t.bd.duration.Seconds()
-	}
-	return t.windowSecs
 }
 
 // perCall is the gateway's CPU per call over the window, in ms.

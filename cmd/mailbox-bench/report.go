@@ -341,7 +341,7 @@ func (r *report) callCPUMarkdown() string {
 	o := r.o
 	first := r.callCPU[0]
 	p("\n%s (%d-message mailbox)\n\n", backToBackHeading, o.sizes[0])
-	p("The gateway's CPU per call from /proc over a window of %.0f s in which the bench called one tool alone, one call at a time, back to back (no direct call in between, so the gateway's background work, the runtime's sysmon and timers, is not charged to its calls in proportion to idle time as in the concurrency-1 cells). The smoke run's regression guard compares these ratios to the floor's.\n\n", first.window())
+	p("The gateway's CPU per call from /proc over a window of %.0f s in which the bench called one tool alone, one call at a time, back to back (no direct call in between, so the gateway's background work, the runtime's sysmon and timers, is not charged to its calls in proportion to idle time as in the concurrency-1 cells). The smoke run's regression guard compares these ratios to the floor's.\n\n", first.windowSecs)
 	p("| tool | messages | calls | CPU per call | ÷ floor's |\n|---|---:|---:|---:|---:|\n")
 	var floor float64
 	for _, t := range r.callCPU {

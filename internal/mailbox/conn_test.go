@@ -4,10 +4,10 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,47 +19,6 @@ import (
 )
 
 var user = credentials.New("u@example.test", "pw")
-
-// fakeServer runs serve on every connection to a loopback listener, and
-// closes everything when the test ends.
-func fakeServer(t *testing.T, serve func(net.Conn)) (string, int) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() { defer wg.Done(); serve(c) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	a := ln.Addr().(*net.TCPAddr)
-	return a.IP.String(), a.Port
-}
 
 // drain reads and ignores whatever the client sends, never answering.
 func drain(c net.Conn) {
@@ -113,8 +72,8 @@ func wantTimeout(t *testing.T, err error, step string) {
 // A server that goes silent makes the call end at the IMAP timeout, and
 // the error names the step that was waiting.
 func TestSilentServerTimeoutNamesTheStep(t *testing.T) {
-	silentHost, silentPort := fakeServer(t, drain)
-	greetHost, greetPort := fakeServer(t, greetThen)
+	silentHost, silentPort := testserver.Listen(t, drain)
+	greetHost, greetPort := testserver.Listen(t, greetThen)
 	const timeout = 500 * time.Millisecond
 	for _, tc := range []struct {
 		name       string
@@ -161,7 +120,7 @@ func listFolders(c *mailbox.Client, creds credentials.Credentials) error {
 // A call that cannot get a connection because the pool is full says so:
 // Busy, while waiting for a free connection.
 func TestPoolWaitNamesTheStep(t *testing.T) {
-	host, port := fakeServer(t, drain)
+	host, port := testserver.Listen(t, drain)
 	c := newClient(t, host, port, transport.Plain, 2*time.Second, pool.Config{MaxTotal: 1, MaxPerGroup: 1})
 	first := make(chan error, 1)
 	go func() { first <- c.Verify(context.Background(), user) }()

@@ -3,16 +3,11 @@ package mailbox
 import (
 	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
 	"log/slog"
-	"math/big"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,54 +21,8 @@ import (
 // tlsConfigs makes a self-signed certificate for 127.0.0.1: the server's
 // configuration and a client configuration that trusts it.
 func tlsConfigs(t *testing.T) (server, client *tls.Config) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(leaf)
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}}},
-		&tls.Config{RootCAs: roots}
-}
-
-// serveConns runs serve on every connection to a loopback listener until
-// the test ends.
-func serveConns(t *testing.T, serve func(net.Conn)) (string, int) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			wg.Add(1)
-			go func() { defer wg.Done(); defer c.Close(); serve(c) }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); wg.Wait() })
-	a := ln.Addr().(*net.TCPAddr)
-	return a.IP.String(), a.Port
+	crt, roots := testserver.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
+	return &tls.Config{Certificates: []tls.Certificate{crt}}, &tls.Config{RootCAs: roots}
 }
 
 var someone = credentials.New("u@example.test", "pw")
@@ -84,6 +33,7 @@ var someone = credentials.New("u@example.test", "pw")
 // else with BAD. It returns when the client closes the connection.
 func scripted(greeting, login string, early time.Duration, first chan<- string) func(net.Conn) {
 	return func(c net.Conn) {
+		defer c.Close() // hang up once the script is done
 		lines := make(chan string, 8)
 		go func() {
 			defer close(lines)
@@ -142,7 +92,7 @@ func TestLoginDoesNotWaitForTheGreeting(t *testing.T) {
 				plain := serve
 				serve = func(c net.Conn) { plain(tls.Server(c, serverTLS)) }
 			}
-			host, port := serveConns(t, serve)
+			host, port := testserver.Listen(t, serve)
 			c := New(Config{Host: host, Port: port, Security: tc.sec, TLS: clientTLS, AllowPlaintextAuth: true, Timeout: 5 * time.Second},
 				pool.Config{MaxTotal: 1, MaxPerGroup: 1}, slog.New(slog.DiscardHandler))
 			t.Cleanup(func() { c.Close(context.Background()) })
@@ -174,7 +124,7 @@ func TestGreetingDecidesOverAnEarlyLogin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			first := make(chan string, 4)
 			serve := scripted(tc.greeting, tc.login, 0, first)
-			host, port := serveConns(t, func(c net.Conn) { serve(tls.Server(c, serverTLS)) })
+			host, port := testserver.Listen(t, func(c net.Conn) { serve(tls.Server(c, serverTLS)) })
 			g := guard.New(guard.Config{FailuresPerUser: 1, FailuresPerAccount: 1, Delay: time.Minute})
 			c := New(Config{Host: host, Port: port, Security: transport.TLS, TLS: clientTLS, Timeout: 5 * time.Second, Guard: g},
 				pool.Config{MaxTotal: 1, MaxPerGroup: 1}, slog.New(slog.DiscardHandler))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
 	"net"
 	"testing"
 	"time"
@@ -35,7 +36,7 @@ func dialResumed(t *testing.T, e transport.Endpoint) bool {
 // connections share one server configuration, and so its ticket keys.
 func greeter(t *testing.T, crt tls.Certificate) (string, int) {
 	conf := &tls.Config{Certificates: []tls.Certificate{crt}}
-	return listen(t, func(c net.Conn) {
+	return testserver.Listen(t, func(c net.Conn) {
 		tc := tls.Server(c, conf)
 		if tc.Handshake() == nil {
 			tc.Write([]byte("* OK ready\r\n"))
@@ -48,7 +49,7 @@ func greeter(t *testing.T, crt tls.Certificate) (string, int) {
 // and two servers under one name (Dovecot and Postfix on one host) keep
 // their own sessions instead of overwriting each other's.
 func TestSessionsResumePerEndpoint(t *testing.T) {
-	crt, roots := cert(t, time.Now().Add(time.Hour), "localhost")
+	crt, roots := testserver.Cert(t, time.Now().Add(time.Hour), "localhost")
 	aHost, aPort := greeter(t, crt)
 	bHost, bPort := greeter(t, crt)
 	conf := &tls.Config{RootCAs: roots, ServerName: "localhost"}
@@ -69,14 +70,14 @@ func TestSessionsResumePerEndpoint(t *testing.T) {
 // accepted the server anyway: when the roots no longer trust it, the
 // handshake fails as a new one would.
 func TestResumptionStillVerifies(t *testing.T) {
-	crt, roots := cert(t, time.Now().Add(time.Hour), "127.0.0.1")
+	crt, roots := testserver.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
 	host, port := greeter(t, crt)
 	e := transport.Endpoint{Host: host, Port: port, Security: transport.TLS, TLS: &tls.Config{RootCAs: roots}}
 	dialResumed(t, e)
 	if !dialResumed(t, e) {
 		t.Fatal("second dial did not resume")
 	}
-	_, otherRoots := cert(t, time.Now().Add(time.Hour), "127.0.0.1")
+	_, otherRoots := testserver.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
 	e.TLS = &tls.Config{RootCAs: otherRoots}
 	_, err := transport.Dial(context.Background(), e)
 	wantErr(t, err, mailerr.Unavailable, "tls", "not signed by a trusted authority")

@@ -2,18 +2,13 @@ package transport_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"math/big"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -47,90 +42,14 @@ func wantErr(t *testing.T, err error, kind mailerr.Kind, cause string, contains 
 	return me
 }
 
-// listen starts a loopback listener whose connections serve runs on (in
-// its own goroutine); it closes the listener and every connection when the
-// test ends.
-func listen(t *testing.T, serve func(net.Conn)) (host string, port int) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Add(1)
-			go func() { defer wg.Done(); serve(c) }()
-		}
-	}()
-	t.Cleanup(func() {
-		ln.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	a := ln.Addr().(*net.TCPAddr)
-	return a.IP.String(), a.Port
-}
-
 // silent holds the connection open and never writes.
 func silent(c net.Conn) { _, _ = c.Read(make([]byte, 1<<16)) }
-
-// cert makes a self-signed certificate for names valid until notAfter, and
-// a pool that trusts it.
-func cert(t *testing.T, notAfter time.Time, names ...string) (tls.Certificate, *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test server"},
-		NotBefore: time.Now().Add(-48 * time.Hour), NotAfter: notAfter,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, IsCA: true, BasicConstraintsValid: true,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, n := range names {
-		if ip := net.ParseIP(n); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, n)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AddCert(leaf)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, pool
-}
 
 // tlsServer serves TLS with crt (offering protos by ALPN) and writes
 // "hello" after the handshake.
 func tlsServer(t *testing.T, crt tls.Certificate, protos ...string) (string, int) {
 	conf := &tls.Config{Certificates: []tls.Certificate{crt}, NextProtos: protos}
-	return listen(t, func(c net.Conn) {
+	return testserver.Listen(t, func(c net.Conn) {
 		tc := tls.Server(c, conf)
 		if tc.Handshake() == nil {
 			tc.Write([]byte("hello"))
@@ -166,10 +85,10 @@ func TestDialDNSFailure(t *testing.T) {
 }
 
 func TestDialTLSProblems(t *testing.T) {
-	good, trusted := cert(t, time.Now().Add(time.Hour), "127.0.0.1")
-	expired, trustedExpired := cert(t, time.Now().Add(-time.Hour), "127.0.0.1")
-	other, trustedOther := cert(t, time.Now().Add(time.Hour), "imap.elsewhere.example")
-	plainHost, plainPort := listen(t, func(c net.Conn) { c.Write([]byte("* OK IMAP ready\r\n")); silent(c) })
+	good, trusted := testserver.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
+	expired, trustedExpired := testserver.Cert(t, time.Now().Add(-time.Hour), "127.0.0.1")
+	other, trustedOther := testserver.Cert(t, time.Now().Add(time.Hour), "imap.elsewhere.example")
+	plainHost, plainPort := testserver.Listen(t, func(c net.Conn) { c.Write([]byte("* OK IMAP ready\r\n")); silent(c) })
 	for _, tc := range []struct {
 		name  string
 		crt   tls.Certificate
@@ -223,7 +142,7 @@ func TestDialTLSProblems(t *testing.T) {
 // STARTTLS and plain connections come back unencrypted: the protocol
 // layers upgrade them.
 func TestDialPlainAndStartTLS(t *testing.T) {
-	host, port := listen(t, func(c net.Conn) { c.Write([]byte("* OK ready\r\n")); silent(c) })
+	host, port := testserver.Listen(t, func(c net.Conn) { c.Write([]byte("* OK ready\r\n")); silent(c) })
 	for _, sec := range []transport.Security{transport.StartTLS, transport.Plain} {
 		c, err := transport.Dial(context.Background(), transport.Endpoint{Host: host, Port: port, Security: sec})
 		if err != nil {
@@ -244,7 +163,7 @@ func TestDialPlainAndStartTLS(t *testing.T) {
 // A server that accepts and never answers holds the handshake until the
 // deadline, and the error says that was the step.
 func TestSilentServerTimesOutNamingTheStep(t *testing.T) {
-	host, port := listen(t, silent)
+	host, port := testserver.Listen(t, silent)
 	e := transport.Endpoint{Host: host, Port: port, Security: transport.TLS, Server: "the SMTP server"}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -262,7 +181,7 @@ func TestSilentServerTimesOutNamingTheStep(t *testing.T) {
 
 // A context that has already ended stops the dial itself.
 func TestEndedContextStopsTheDial(t *testing.T) {
-	host, port := listen(t, silent)
+	host, port := testserver.Listen(t, silent)
 	e := transport.Endpoint{Host: host, Port: port, Security: transport.Plain}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -320,7 +239,7 @@ func ExampleEndpoint_ClientTLS() {
 }
 
 func TestWatched(t *testing.T) {
-	host, port := listen(t, func(c net.Conn) {
+	host, port := testserver.Listen(t, func(c net.Conn) {
 		c.Read(make([]byte, 1)) // speak only when spoken to
 		c.Write([]byte("220 hi\r\n"))
 		silent(c)
