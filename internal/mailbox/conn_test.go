@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"log/slog"
 	"net"
 	"strings"
@@ -72,8 +72,8 @@ func wantTimeout(t *testing.T, err error, step string) {
 // A server that goes silent makes the call end at the IMAP timeout, and
 // the error names the step that was waiting.
 func TestSilentServerTimeoutNamesTheStep(t *testing.T) {
-	silentHost, silentPort := testserver.Listen(t, drain)
-	greetHost, greetPort := testserver.Listen(t, greetThen)
+	silentHost, silentPort := mailtest.Listen(t, drain)
+	greetHost, greetPort := mailtest.Listen(t, greetThen)
 	const timeout = 500 * time.Millisecond
 	for _, tc := range []struct {
 		name       string
@@ -120,7 +120,7 @@ func listFolders(c *mailbox.Client, creds credentials.Credentials) error {
 // A call that cannot get a connection because the pool is full says so:
 // Busy, while waiting for a free connection.
 func TestPoolWaitNamesTheStep(t *testing.T) {
-	host, port := testserver.Listen(t, drain)
+	host, port := mailtest.Listen(t, drain)
 	c := newClient(t, host, port, transport.Plain, 2*time.Second, pool.Config{MaxTotal: 1, MaxPerGroup: 1})
 	first := make(chan error, 1)
 	go func() { first <- c.Verify(context.Background(), user) }()

@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"log/slog"
 	"net"
 	"strings"
@@ -21,7 +21,7 @@ import (
 // tlsConfigs makes a self-signed certificate for 127.0.0.1: the server's
 // configuration and a client configuration that trusts it.
 func tlsConfigs(t *testing.T) (server, client *tls.Config) {
-	crt, roots := testserver.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
+	crt, roots := mailtest.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
 	return &tls.Config{Certificates: []tls.Certificate{crt}}, &tls.Config{RootCAs: roots}
 }
 
@@ -92,7 +92,7 @@ func TestLoginDoesNotWaitForTheGreeting(t *testing.T) {
 				plain := serve
 				serve = func(c net.Conn) { plain(tls.Server(c, serverTLS)) }
 			}
-			host, port := testserver.Listen(t, serve)
+			host, port := mailtest.Listen(t, serve)
 			c := New(Config{Host: host, Port: port, Security: tc.sec, TLS: clientTLS, AllowPlaintextAuth: true, Timeout: 5 * time.Second},
 				pool.Config{MaxTotal: 1, MaxPerGroup: 1}, slog.New(slog.DiscardHandler))
 			t.Cleanup(func() { c.Close(context.Background()) })
@@ -124,7 +124,7 @@ func TestGreetingDecidesOverAnEarlyLogin(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			first := make(chan string, 4)
 			serve := scripted(tc.greeting, tc.login, 0, first)
-			host, port := testserver.Listen(t, func(c net.Conn) { serve(tls.Server(c, serverTLS)) })
+			host, port := mailtest.Listen(t, func(c net.Conn) { serve(tls.Server(c, serverTLS)) })
 			g := guard.New(guard.Config{FailuresPerUser: 1, FailuresPerAccount: 1, Delay: time.Minute})
 			c := New(Config{Host: host, Port: port, Security: transport.TLS, TLS: clientTLS, Timeout: 5 * time.Second, Guard: g},
 				pool.Config{MaxTotal: 1, MaxPerGroup: 1}, slog.New(slog.DiscardHandler))

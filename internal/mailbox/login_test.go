@@ -3,7 +3,7 @@ package mailbox_test
 import (
 	"bufio"
 	"context"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"log/slog"
 	"net"
 	"strings"
@@ -59,7 +59,7 @@ func TestLoginLimitIsTemporary(t *testing.T) {
 	} {
 		t.Run(tc.code, func(t *testing.T) {
 			var logins atomic.Int32
-			host, port := testserver.Listen(t, refuseLogin(tc.code, &logins))
+			host, port := mailtest.Listen(t, refuseLogin(tc.code, &logins))
 			g := guard.New(guard.Config{FailuresPerUser: 2, FailuresPerAccount: 2, Delay: time.Minute})
 			c := mailbox.New(mailbox.Config{Host: host, Port: port, Security: transport.Plain, AllowPlaintextAuth: true,
 				Timeout: 2 * time.Second, Guard: g}, pool.Config{MaxTotal: 2, MaxPerGroup: 1}, slog.New(slog.DiscardHandler))
@@ -97,7 +97,7 @@ func TestLoginLimitIsTemporary(t *testing.T) {
 // new spelling closes the previous one's idle connection and dials its own,
 // so the pool never holds two for the account. Another account is apart.
 func TestSpellingsShareTheBound(t *testing.T) {
-	host, port := testserver.Listen(t, func(c net.Conn) {
+	host, port := mailtest.Listen(t, func(c net.Conn) {
 		c.Write([]byte("* OK [CAPABILITY IMAP4rev1] ready\r\n"))
 		sc := bufio.NewScanner(c)
 		for sc.Scan() {

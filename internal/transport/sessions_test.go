@@ -4,13 +4,12 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"net"
 	"testing"
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
@@ -36,7 +35,7 @@ func dialResumed(t *testing.T, e transport.Endpoint) bool {
 // connections share one server configuration, and so its ticket keys.
 func greeter(t *testing.T, crt tls.Certificate) (string, int) {
 	conf := &tls.Config{Certificates: []tls.Certificate{crt}}
-	return testserver.Listen(t, func(c net.Conn) {
+	return mailtest.Listen(t, func(c net.Conn) {
 		tc := tls.Server(c, conf)
 		if tc.Handshake() == nil {
 			tc.Write([]byte("* OK ready\r\n"))
@@ -49,7 +48,7 @@ func greeter(t *testing.T, crt tls.Certificate) (string, int) {
 // and two servers under one name (Dovecot and Postfix on one host) keep
 // their own sessions instead of overwriting each other's.
 func TestSessionsResumePerEndpoint(t *testing.T) {
-	crt, roots := testserver.Cert(t, time.Now().Add(time.Hour), "localhost")
+	crt, roots := mailtest.Cert(t, time.Now().Add(time.Hour), "localhost")
 	aHost, aPort := greeter(t, crt)
 	bHost, bPort := greeter(t, crt)
 	conf := &tls.Config{RootCAs: roots, ServerName: "localhost"}
@@ -70,14 +69,14 @@ func TestSessionsResumePerEndpoint(t *testing.T) {
 // accepted the server anyway: when the roots no longer trust it, the
 // handshake fails as a new one would.
 func TestResumptionStillVerifies(t *testing.T) {
-	crt, roots := testserver.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
+	crt, roots := mailtest.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
 	host, port := greeter(t, crt)
 	e := transport.Endpoint{Host: host, Port: port, Security: transport.TLS, TLS: &tls.Config{RootCAs: roots}}
 	dialResumed(t, e)
 	if !dialResumed(t, e) {
 		t.Fatal("second dial did not resume")
 	}
-	_, otherRoots := testserver.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
+	_, otherRoots := mailtest.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
 	e.TLS = &tls.Config{RootCAs: otherRoots}
 	_, err := transport.Dial(context.Background(), e)
 	wantErr(t, err, mailerr.Unavailable, "tls", "not signed by a trusted authority")

@@ -6,7 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/testserver"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"net"
 	"strings"
 	"testing"
@@ -49,7 +49,7 @@ func silent(c net.Conn) { _, _ = c.Read(make([]byte, 1<<16)) }
 // "hello" after the handshake.
 func tlsServer(t *testing.T, crt tls.Certificate, protos ...string) (string, int) {
 	conf := &tls.Config{Certificates: []tls.Certificate{crt}, NextProtos: protos}
-	return testserver.Listen(t, func(c net.Conn) {
+	return mailtest.Listen(t, func(c net.Conn) {
 		tc := tls.Server(c, conf)
 		if tc.Handshake() == nil {
 			tc.Write([]byte("hello"))
@@ -85,10 +85,10 @@ func TestDialDNSFailure(t *testing.T) {
 }
 
 func TestDialTLSProblems(t *testing.T) {
-	good, trusted := testserver.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
-	expired, trustedExpired := testserver.Cert(t, time.Now().Add(-time.Hour), "127.0.0.1")
-	other, trustedOther := testserver.Cert(t, time.Now().Add(time.Hour), "imap.elsewhere.example")
-	plainHost, plainPort := testserver.Listen(t, func(c net.Conn) { c.Write([]byte("* OK IMAP ready\r\n")); silent(c) })
+	good, trusted := mailtest.Cert(t, time.Now().Add(time.Hour), "127.0.0.1")
+	expired, trustedExpired := mailtest.Cert(t, time.Now().Add(-time.Hour), "127.0.0.1")
+	other, trustedOther := mailtest.Cert(t, time.Now().Add(time.Hour), "imap.elsewhere.example")
+	plainHost, plainPort := mailtest.Listen(t, func(c net.Conn) { c.Write([]byte("* OK IMAP ready\r\n")); silent(c) })
 	for _, tc := range []struct {
 		name  string
 		crt   tls.Certificate
@@ -142,7 +142,7 @@ func TestDialTLSProblems(t *testing.T) {
 // STARTTLS and plain connections come back unencrypted: the protocol
 // layers upgrade them.
 func TestDialPlainAndStartTLS(t *testing.T) {
-	host, port := testserver.Listen(t, func(c net.Conn) { c.Write([]byte("* OK ready\r\n")); silent(c) })
+	host, port := mailtest.Listen(t, func(c net.Conn) { c.Write([]byte("* OK ready\r\n")); silent(c) })
 	for _, sec := range []transport.Security{transport.StartTLS, transport.Plain} {
 		c, err := transport.Dial(context.Background(), transport.Endpoint{Host: host, Port: port, Security: sec})
 		if err != nil {
@@ -163,7 +163,7 @@ func TestDialPlainAndStartTLS(t *testing.T) {
 // A server that accepts and never answers holds the handshake until the
 // deadline, and the error says that was the step.
 func TestSilentServerTimesOutNamingTheStep(t *testing.T) {
-	host, port := testserver.Listen(t, silent)
+	host, port := mailtest.Listen(t, silent)
 	e := transport.Endpoint{Host: host, Port: port, Security: transport.TLS, Server: "the SMTP server"}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
@@ -181,7 +181,7 @@ func TestSilentServerTimesOutNamingTheStep(t *testing.T) {
 
 // A context that has already ended stops the dial itself.
 func TestEndedContextStopsTheDial(t *testing.T) {
-	host, port := testserver.Listen(t, silent)
+	host, port := mailtest.Listen(t, silent)
 	e := transport.Endpoint{Host: host, Port: port, Security: transport.Plain}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
@@ -239,7 +239,7 @@ func ExampleEndpoint_ClientTLS() {
 }
 
 func TestWatched(t *testing.T) {
-	host, port := testserver.Listen(t, func(c net.Conn) {
+	host, port := mailtest.Listen(t, func(c net.Conn) {
 		c.Read(make([]byte, 1)) // speak only when spoken to
 		c.Write([]byte("220 hi\r\n"))
 		silent(c)

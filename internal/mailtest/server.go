@@ -1,8 +1,7 @@
-// Package testserver holds what the tests of several packages need to
-// stand up a server on loopback: a listener that serves each connection
-// and cleans up after the test, and a self-signed certificate. Only tests
-// import it.
-package testserver
+// Loopback servers and self-signed certificates for the unit tests of
+// packages that talk to a server (transport, mailbox): no mail stack needed.
+
+package mailtest
 
 import (
 	"crypto/ecdsa"
