@@ -17,6 +17,8 @@ require (
 	golang.org/x/time v0.16.0
 )
 
+require golang.org/x/net v0.62.0 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

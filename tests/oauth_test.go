@@ -324,8 +324,18 @@ func TestOAuthSignInAndRefusals(t *testing.T) {
 			t.Errorf("list folders with bearer: %d %.300s", status, body)
 		}
 		status, _, body = mcpPost(t, g.Base, "Bearer "+a.AccessToken, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
-		if status != 200 || strings.Contains(body, "imap_expunge") || strings.Contains(body, "imap_send_email") || !strings.Contains(body, "imap_move_email") {
-			t.Errorf("tools/list with an organize-only token: %d %.300s", status, body)
+		// (the sign-in's scope decides the list: no imap_delete_folder, which
+		// needs full, and no sending, which this gateway does not have)
+		var list struct {
+			Result struct{ Tools []struct{ Name string } }
+		}
+		json.Unmarshal([]byte(body), &list)
+		var names []string
+		for _, tool := range list.Result.Tools {
+			names = append(names, tool.Name)
+		}
+		if status != 200 || slices.Contains(names, "imap_delete_folder") || slices.Contains(names, "smtp_send_email") || !slices.Contains(names, "imap_move_emails") {
+			t.Errorf("tools/list with an organize-only token: %d %v", status, names)
 		}
 		// And on the REST mirror.
 		req, _ := http.NewRequest(http.MethodGet, g.Base+"/v1/folders", nil)
@@ -585,4 +595,81 @@ func TestOAuthConformance(t *testing.T) {
 		}
 	}
 	t.Logf("conformance authorization checks: %v (exit %v)", ran, runErr)
+}
+
+// TestOAuthReadSignInCannotEscalate is the issue's attack through the
+// official TypeScript SDK with an authProvider: a connector signs in with
+// scope mail.read (Chromium fills the page) and then asks
+// imap_encrypt_credentials for every combination of access, send and
+// agent over its bearer token, and uses each token it gets to create a
+// folder. Every ask for more is refused; every token made lists no change
+// tools and cannot create the folder; Dovecot, asked directly, holds no
+// such folder.
+func TestOAuthReadSignInCannotEscalate(t *testing.T) {
+	chromium := "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		skipOrFail(t, "no /usr/bin/chromium: apt-get install -y --no-install-recommends chromium (scripts/test.sh does)")
+	}
+	dir := clientsDir(t)
+	const user, pass = "oauth-esc@example.test", "oauth-esc-pw"
+	s := mailtest.StartT(t, mailtest.Options{Users: map[string]string{user: pass}})
+	g := startOAuthGateway(t, s, "MAILBOX_ACCESS=full")
+	var out struct {
+		Scope        string
+		BearerCreate sdkResult
+		Escalation   []struct {
+			Args         map[string]any
+			Result       sdkResult
+			CreateFolder *sdkResult
+			Tools        []string
+		}
+	}
+	runNode(t, dir, "oauth-sdk.mjs", map[string]any{"url": g.Base + "/mcp", "user": user, "password": pass, "chromium": chromium, "scope": "mail.read"}, &out)
+	if out.Scope != "mail.read" {
+		t.Fatalf("granted scope %q, want mail.read", out.Scope)
+	}
+	if !out.BearerCreate.IsError || !strings.Contains(out.BearerCreate.Text, "needs the organize access level") {
+		t.Errorf("imap_create_folder with the read-only bearer: %+v", out.BearerCreate)
+	}
+	made := 0
+	for _, e := range out.Escalation {
+		access, _ := e.Args["access"].(string)
+		send, _ := e.Args["send"].(bool)
+		wantRefused := access == "organize" || access == "full" || send
+		switch {
+		case wantRefused && !e.Result.IsError:
+			t.Errorf("%v: a token was made: %s", e.Args, e.Result.Text)
+		case wantRefused && !strings.Contains(e.Result.Text, "no token was made"):
+			t.Errorf("%v: refused with %q", e.Args, e.Result.Text)
+		case !wantRefused && e.Result.IsError:
+			t.Errorf("%v: refused: %s", e.Args, e.Result.Text)
+		case !wantRefused:
+			made++
+			var tok struct {
+				Access, Expires string
+				Send            bool
+			}
+			json.Unmarshal(e.Result.Structured, &tok)
+			if tok.Access != "read" || tok.Send || tok.Expires == "" {
+				t.Errorf("%v: token %+v, want read, no sending, an expiry", e.Args, tok)
+			}
+			if slices.Contains(e.Tools, "imap_create_folder") || slices.Contains(e.Tools, "imap_delete_folder") {
+				t.Errorf("%v: the token lists change tools: %v", e.Args, e.Tools)
+			}
+			if e.CreateFolder == nil || !e.CreateFolder.IsError {
+				t.Errorf("%v: imap_create_folder with the token: %+v", e.Args, e.CreateFolder)
+			}
+		}
+	}
+	if made == 0 || len(out.Escalation) != 24 {
+		t.Fatalf("%d asks, %d tokens made", len(out.Escalation), made)
+	}
+	folders, err := s.Doveadm("mailbox", "list", "-u", user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(folders, "Escalated") {
+		t.Fatalf("Dovecot holds a folder the read-only sign-in made:\n%s", folders)
+	}
+	t.Logf("%d asks: %d read-only tokens made, the rest refused; folders: %s", len(out.Escalation), made, strings.Join(strings.Fields(folders), " "))
 }

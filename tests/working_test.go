@@ -155,9 +155,9 @@ func TestWorkingAMailboxThroughTypeScriptSDK(t *testing.T) {
 	for i, name := range []string{"imap_set_flags", "imap_create_folder", "imap_create_folder", "imap_move_emails", "imap_trash_emails"} {
 		res[i].ok(t, name, nil)
 	}
-	res[5].refused(t, "permanent trash with an organize token", "needs the full access level, and the credentials token allows organize")
-	res[6].refused(t, "smtp_send_email with a no-send token", "the credentials token does not allow sending")
-	res[7].refused(t, "smtp_send_draft with a no-send token", "the credentials token does not allow sending")
+	res[5].refused(t, "permanent trash with an organize token", "needs the full access level, and the credentials token or sign-in allows organize")
+	res[6].refused(t, "smtp_send_email with a no-send token", "the credentials token or sign-in does not allow sending")
+	res[7].refused(t, "smtp_send_draft with a no-send token", "the credentials token or sign-in does not allow sending")
 	res[8].refused(t, "imap_delete_folder with an organize token", "needs the full access level")
 
 	now := flagsIn(t, d, "INBOX")

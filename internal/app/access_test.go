@@ -135,9 +135,9 @@ func refusal(name string, level access.Level, sends bool, operator access.Level,
 	case level > operator:
 		return fmt.Sprintf("%s needs the %s access level, and this gateway allows %s (the operator sets MAILBOX_ACCESS); nothing was changed", name, level, operator)
 	case level > scope.Effective(operator):
-		return fmt.Sprintf("%s needs the %s access level, and the credentials token allows %s; nothing was changed; imap_encrypt_credentials makes a token with a wider scope, up to what the operator allows", name, level, scope.Level)
+		return fmt.Sprintf("%s needs the %s access level, and the credentials token or sign-in allows %s; nothing was changed; imap_encrypt_credentials with the user and password makes a token with a wider scope, up to what the operator allows (a sign-in is widened by signing in again)", name, level, scope.Level)
 	case sends && scope.NoSend:
-		return name + " sends mail, and the credentials token does not allow sending (made with send: false); nothing was sent; imap_encrypt_credentials makes a token with a wider scope, up to what the operator allows"
+		return name + " sends mail, and the credentials token or sign-in does not allow sending; nothing was sent; imap_encrypt_credentials with the user and password makes a token with a wider scope, up to what the operator allows (a sign-in is widened by signing in again)"
 	}
 	return ""
 }

@@ -70,6 +70,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		RatePerMinute: cfg.RateLimitPerMinute, Burst: cfg.RateLimitBurst,
 		FailuresPerUser: cfg.LoginBackoffFailures, FailuresPerAccount: cfg.LoginBackoffAccount,
 		FailuresPerAddress: cfg.LoginBackoffPerAddress, Delay: cfg.LoginBackoffDelay, MaxDelay: cfg.LoginBackoffMax,
+		SignInPerAccount: cfg.OAuthRatePerAccount, SignInPerAddress: cfg.OAuthRatePerAddress,
 	})
 	tlsConf, err := cfg.TLSConfig(cfg.IMAPHost)
 	if err != nil {
@@ -154,7 +155,8 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if cfg.OAuthEnabled() {
 		signIn = oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
 			Operator: cfg.Access(), AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, Logger: log,
-			Observe: m.OAuth, SMTP: smtpVerifier(sub)})
+			Observe: m.OAuth, SMTP: smtpVerifier(sub), Guard: limits,
+			MaxGrants: cfg.OAuthMaxGrants, GrantsPerAccount: cfg.OAuthGrantsPerAccount})
 	}
 	handler := httpapi.New(httpapi.Options{
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,

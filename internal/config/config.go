@@ -107,10 +107,14 @@ type Config struct {
 	TrustedProxies         []string      `env:"TRUSTED_PROXIES" envSeparator:"," desc:"comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (for the per-address login back-off); empty trusts none"`
 
 	// Sign-in (OAuth 2.1, the gateway its own authorization server) and metrics.
-	OAuth           string        `env:"OAUTH" envDefault:"on" desc:"on: with PUBLIC_URL set, the gateway is an OAuth 2.1 authorization server for MCP clients that add a server by URL and sign in (tokens carry the sealed credentials; nothing is stored); off: headers and credentials tokens only"`
-	OAuthAccessTTL  time.Duration `env:"OAUTH_ACCESS_TTL" envDefault:"1h" desc:"lifetime of an OAuth access token"`
-	OAuthRefreshTTL time.Duration `env:"OAUTH_REFRESH_TTL" envDefault:"720h" desc:"lifetime of an OAuth refresh token (each use returns a new one)"`
-	MetricsAddr     string        `env:"METRICS_ADDR" desc:"host:port of a separate listener serving Prometheus metrics at /metrics; empty turns it off; no metric label ever carries a user, address, folder or token"`
+	OAuth                 string        `env:"OAUTH" envDefault:"on" desc:"on: with PUBLIC_URL set, the gateway is an OAuth 2.1 authorization server for MCP clients that add a server by URL and sign in (tokens carry the sealed credentials; nothing is stored); off: headers and credentials tokens only"`
+	OAuthAccessTTL        time.Duration `env:"OAUTH_ACCESS_TTL" envDefault:"1h" desc:"lifetime of an OAuth access token"`
+	OAuthRefreshTTL       time.Duration `env:"OAUTH_REFRESH_TTL" envDefault:"720h" desc:"lifetime of an OAuth refresh token (each use returns a new one)"`
+	OAuthRatePerAccount   float64       `env:"OAUTH_RATE_PER_ACCOUNT" envDefault:"10" desc:"requests to the sign-in server for one account per minute, sustained (sign-in form posted, code exchanged, token refreshed), with bursts of a minute's worth; past it 429 with Retry-After; 0 turns it off"`
+	OAuthRatePerAddress   float64       `env:"OAUTH_RATE_PER_ADDRESS" envDefault:"60" desc:"requests to the sign-in server from one client address per minute, sustained (the same, plus client registrations and refused tokens), with bursts of a minute's worth; 0 turns it off"`
+	OAuthMaxGrants        int           `env:"OAUTH_MAX_GRANTS" envDefault:"250000" desc:"most redeemed codes and live sign-ins the sign-in server remembers, for single use (about 135 bytes each: 250000 is about 35 MiB); when it is full and none has expired, new sign-ins get 503 with Retry-After instead of anything being forgotten"`
+	OAuthGrantsPerAccount int           `env:"OAUTH_GRANTS_PER_ACCOUNT" envDefault:"64" desc:"live sign-ins one account keeps (one per signed-in client); a new one ends the account's least recently refreshed"`
+	MetricsAddr           string        `env:"METRICS_ADDR" desc:"host:port of a separate listener serving Prometheus metrics at /metrics; empty turns it off; no metric label ever carries a user, address, folder or token"`
 
 	PprofAddr string `env:"PPROF_ADDR" desc:"host:port of a separate admin listener serving net/http/pprof (CPU and heap profiles); empty turns it off; keep it on loopback, never the public address"`
 }
@@ -317,6 +321,18 @@ func (c *Config) validate(vars map[string]string) []string {
 	}
 	if c.OAuthRefreshTTL < c.OAuthAccessTTL || c.OAuthRefreshTTL > 90*24*time.Hour {
 		bad("OAUTH_REFRESH_TTL", "expected a duration from OAUTH_ACCESS_TTL to 2160h (90 days), got %q", vars["OAUTH_REFRESH_TTL"])
+	}
+	if c.OAuthRatePerAccount < 0 {
+		bad("OAUTH_RATE_PER_ACCOUNT", "expected zero (off) or a positive number of requests per minute, got %q", vars["OAUTH_RATE_PER_ACCOUNT"])
+	}
+	if c.OAuthRatePerAddress < 0 {
+		bad("OAUTH_RATE_PER_ADDRESS", "expected zero (off) or a positive number of requests per minute, got %q", vars["OAUTH_RATE_PER_ADDRESS"])
+	}
+	if c.OAuthMaxGrants < 100 || c.OAuthMaxGrants > 100_000_000 {
+		bad("OAUTH_MAX_GRANTS", "expected a number from 100 to 100000000, got %q", vars["OAUTH_MAX_GRANTS"])
+	}
+	if c.OAuthGrantsPerAccount < 1 || c.OAuthGrantsPerAccount > 10_000 {
+		bad("OAUTH_GRANTS_PER_ACCOUNT", "expected a number from 1 to 10000, got %q", vars["OAUTH_GRANTS_PER_ACCOUNT"])
 	}
 	if c.SMTPMaxRecipients < 1 {
 		bad("SMTP_MAX_RECIPIENTS", "expected a value greater than zero, got %q", vars["SMTP_MAX_RECIPIENTS"])

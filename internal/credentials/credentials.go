@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 )
@@ -34,6 +35,11 @@ type Credentials struct {
 	// from the x-mailbox-agent header, ?agent= on the MCP URL, or sealed
 	// in the token. Checked where it is used (agents.CheckName).
 	Agent string
+	// Expires is when these credentials stop being valid through the
+	// gateway: the expiry of the sign-in grant (OAuth access token) or of
+	// the credentials token they came from; zero for none. Anything made
+	// from them (a token, a download link) expires no later.
+	Expires time.Time
 }
 
 // New makes Credentials from a user name and a password.

@@ -64,6 +64,8 @@ func (s *Sealer) SealLink(l Link) (string, error) {
 		return "", errors.New("credentials: a link needs a user and password")
 	case l.UID == 0 || l.PartID == "" || l.Folder == "" || l.Expires.IsZero():
 		return "", errors.New("credentials: a link needs a folder, a UID, a part and an expiry")
+	case !c.Expires.IsZero() && l.Expires.After(c.Expires):
+		return "", errors.New("credentials: a link must not outlive the credentials it carries")
 	case !utf8.ValidString(c.User) || !utf8.ValidString(c.password) || !utf8.ValidString(l.Folder) || !utf8.ValidString(l.PartID):
 		return "", ErrNotUTF8
 	case strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0):

@@ -54,6 +54,13 @@ type Grant struct {
 	// Audience is the resource the token is for (PUBLIC_URL + "/mcp").
 	Audience string
 	Expires  time.Time
+	// Family names the sign-in a refresh token descends from, and Gen
+	// counts the refreshes since: each refresh returns Gen+1, so a token
+	// of an older generation is a reused one (single use without keeping
+	// an id per refresh). A refresh token made before families existed
+	// has none: its ID stands for the family.
+	Family string
+	Gen    uint32
 }
 
 type grantPayload struct {
@@ -67,6 +74,8 @@ type grantPayload struct {
 	CC  string `json:"cc,omitempty"`
 	Aud string `json:"aud,omitempty"`
 	Exp int64  `json:"exp"`
+	F   string `json:"f,omitempty"`
+	G   uint32 `json:"g,omitempty"`
 }
 
 // NewGrantID returns a fresh random grant id.
@@ -97,7 +106,7 @@ func (s *Sealer) SealGrant(kind OAuthKind, g Grant) (string, error) {
 		return "", ErrNUL
 	}
 	p := grantPayload{ID: g.ID, U: c.User, P: c.password, NS: c.Scope.NoSend, C: g.ClientID, R: g.RedirectURI,
-		CC: g.Challenge, Aud: g.Audience, Exp: g.Expires.Unix()}
+		CC: g.Challenge, Aud: g.Audience, Exp: g.Expires.Unix(), F: g.Family, G: g.Gen}
 	if c.Scope.Level != 0 {
 		p.A = c.Scope.Level.String()
 	}
@@ -130,7 +139,8 @@ func (s *Sealer) OpenGrant(kind OAuthKind, token string, now time.Time) (Grant, 
 		}
 		c.Scope.Level = l
 	}
-	g := Grant{ID: p.ID, Creds: c, ClientID: p.C, RedirectURI: p.R, Challenge: p.CC, Audience: p.Aud, Expires: time.Unix(p.Exp, 0)}
+	c.Expires = time.Unix(p.Exp, 0)
+	g := Grant{ID: p.ID, Creds: c, ClientID: p.C, RedirectURI: p.R, Challenge: p.CC, Audience: p.Aud, Expires: time.Unix(p.Exp, 0), Family: p.F, Gen: p.G}
 	if !now.Before(g.Expires) {
 		return Grant{}, ErrGrantExpired
 	}

@@ -47,6 +47,9 @@ var (
 	ErrTooLong = errors.New("the user name and password are too long to be sealed into a token")
 	// ErrAgentName refuses to seal an agent name that is not one.
 	ErrAgentName = errors.New("the agent name cannot be sealed into a token: " + AgentNameRule)
+	// ErrExpired refuses a token made from a sign-in after that sign-in's
+	// access token expired.
+	ErrExpired = errors.New("the credentials token has expired (it was made from a sign-in, and lasts no longer than the sign-in's access token)")
 	// ErrNUL refuses credentials with a NUL byte: no mail server accepts
 	// one, and in a SASL PLAIN message it separates the fields, so it
 	// could change whose login is attempted.
@@ -75,6 +78,9 @@ type payload struct {
 	// K is the kind of secret P holds: "" a password, "oauth" an OAuth
 	// access token. Version 2 only.
 	K string `json:"k,omitempty"`
+	// Exp is when the token stops opening (Unix seconds): set when it was
+	// made from credentials that expire (a sign-in grant). Version 2 only.
+	Exp int64 `json:"exp,omitempty"`
 }
 
 type sealKey struct {
@@ -158,6 +164,9 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	if c.oauth {
 		p.V, p.K = 2, kindOAuth
 	}
+	if !c.Expires.IsZero() {
+		p.V, p.Exp = 2, c.Expires.Unix()
+	}
 	plain, err := json.Marshal(p)
 	if err != nil {
 		return "", err
@@ -176,12 +185,18 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	return token, nil
 }
 
-// Open checks and opens a token. Its errors are the Err* values above.
+// Open checks and opens a token at the current time. Its errors are the
+// Err* values above.
+func (s *Sealer) Open(token string) (Credentials, error) { return s.OpenAt(token, time.Now()) }
+
+// OpenAt checks and opens a token at time now. Its errors are the Err*
+// values above; expiry is checked last, so an altered token is never
+// reported as merely expired.
 // Blanks around the token (from copying and pasting) are ignored; inside
 // it, any character outside the token's alphabet is refused, even those
 // Go's base64 decoder would skip (line breaks): a token is one exact
 // string.
-func (s *Sealer) Open(token string) (Credentials, error) {
+func (s *Sealer) OpenAt(token string, now time.Time) (Credentials, error) {
 	token = strings.Trim(token, " \t\r\n")
 	if len(token) > maxToken {
 		return Credentials{}, ErrMalformed
@@ -213,7 +228,7 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 	}
 	defer clear(plain)
 	var p payload
-	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "")) || (p.K != "" && p.K != kindOAuth) {
+	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "" || p.Exp != 0)) || (p.K != "" && p.K != kindOAuth) {
 		return Credentials{}, ErrVersion
 	}
 	c := New(p.U, p.P)
@@ -233,6 +248,9 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 			return Credentials{}, ErrVersion
 		}
 		c.Agent = p.Ag
+		if p.Exp != 0 {
+			c.Expires = time.Unix(p.Exp, 0)
+		}
 	}
 	if !c.Valid() {
 		return Credentials{}, ErrMalformed
@@ -240,6 +258,9 @@ func (s *Sealer) Open(token string) (Credentials, error) {
 	if strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0) {
 		// sealed before Seal refused it
 		return Credentials{}, ErrNUL
+	}
+	if !c.Expires.IsZero() && !now.Before(c.Expires) {
+		return Credentials{}, ErrExpired
 	}
 	return c, nil
 }

@@ -57,10 +57,14 @@ func New(sealer *credentials.Sealer, mb *mailbox.Client, g *guard.Guard, log *sl
 
 // NewURL makes the download URL of one attachment for creds under base
 // (the gateway's external URL, as BaseFrom gives it), valid for TTL from
-// now. filename only names the file in the URL, for the browser; the link
+// now, and never past the expiry of creds. filename only names the file in the URL, for the browser; the link
 // decides what is served.
 func NewURL(sealer *credentials.Sealer, base string, creds credentials.Credentials, folder string, uid, uidValidity uint32, partID, filename string, now time.Time) (string, time.Time, error) {
 	expires := now.Add(TTL).Truncate(time.Second)
+	if !creds.Expires.IsZero() && creds.Expires.Before(expires) {
+		// A link made from a sign-in dies with it.
+		expires = creds.Expires.Truncate(time.Second)
+	}
 	link, err := sealer.SealLink(credentials.Link{Creds: creds, Folder: folder, UID: uid, UIDValidity: uidValidity, PartID: partID, Expires: expires})
 	if err != nil {
 		return "", time.Time{}, err

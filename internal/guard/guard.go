@@ -59,6 +59,13 @@ type Config struct {
 	Delay    time.Duration
 	MaxDelay time.Duration
 
+	// SignInPerAccount and SignInPerAddress are the sustained number of
+	// requests to the sign-in server (a sign-in form posted, a code
+	// exchanged or a token refreshed at /token, a client registered) per
+	// minute for one account and from one client address; 0 switches that
+	// limit off. Each allows a burst of a minute's worth.
+	SignInPerAccount, SignInPerAddress float64
+
 	// MaxKeys caps each table (pairs, accounts, addresses, proofs, rate
 	// buckets).
 	MaxKeys int
@@ -76,6 +83,8 @@ type Guard struct {
 	addrs    *table[*failures]
 	proofs   *table[struct{}] // credentials that logged in
 	rates    *table[*rate.Limiter]
+	// sign-in server requests, by account and by client address
+	signAccounts, signAddrs *table[*rate.Limiter]
 }
 
 // New makes a Guard.
@@ -103,6 +112,9 @@ func New(cfg Config) *Guard {
 		addrs:    newTable[*failures](cfg.MaxKeys),
 		proofs:   newTable[struct{}](cfg.MaxKeys),
 		rates:    newTable[*rate.Limiter](cfg.MaxKeys),
+
+		signAccounts: newTable[*rate.Limiter](cfg.MaxKeys),
+		signAddrs:    newTable[*rate.Limiter](cfg.MaxKeys),
 	}
 }
 
@@ -113,13 +125,7 @@ func (g *Guard) AllowCall(user string) error {
 		return nil
 	}
 	now := g.now()
-	// A bucket refills completely in burst/rate; an entry idle that long is
-	// the same as a new one, so it may expire then.
-	full := time.Duration(float64(g.cfg.Burst) / g.cfg.RatePerMinute * float64(time.Minute))
-	lim := g.rates.get(credentials.Account(user), now, full, func() *rate.Limiter {
-		return rate.NewLimiter(rate.Limit(g.cfg.RatePerMinute/60), g.cfg.Burst)
-	})
-	r := lim.ReserveN(now, 1)
+	r := reserve(g.rates, credentials.Account(user), g.cfg.RatePerMinute, g.cfg.Burst, now)
 	if !r.OK() {
 		return mailerr.New(mailerr.RateLimited, "rate limit reached for this mailbox user; retry later")
 	}
@@ -129,6 +135,56 @@ func (g *Guard) AllowCall(user string) error {
 			formatRate(g.cfg.RatePerMinute), g.cfg.Burst, roundUp(wait))
 	}
 	return nil
+}
+
+// AllowSignInFrom takes one request from the sign-in bucket of the client
+// address in ctx. It returns 0 when the request may go on, else how long
+// to wait.
+func (g *Guard) AllowSignInFrom(ctx context.Context) time.Duration {
+	if g == nil {
+		return 0
+	}
+	return g.take(g.signAddrs, ClientAddr(ctx), g.cfg.SignInPerAddress)
+}
+
+// AllowSignInAs takes one request from the sign-in bucket of account (any
+// spelling: it is made canonical). It returns 0 when the request may go
+// on, else how long to wait.
+func (g *Guard) AllowSignInAs(account string) time.Duration {
+	if g == nil {
+		return 0
+	}
+	return g.take(g.signAccounts, credentials.Account(account), g.cfg.SignInPerAccount)
+}
+
+// take takes one token from key's bucket in t, with bursts of a minute's
+// worth; a refused request takes nothing.
+func (g *Guard) take(t *table[*rate.Limiter], key string, perMinute float64) time.Duration {
+	if perMinute <= 0 || key == "" {
+		return 0
+	}
+	now := g.now()
+	r := reserve(t, key, perMinute, max(1, int(math.Ceil(perMinute))), now)
+	if !r.OK() {
+		return time.Minute
+	}
+	wait := r.DelayFrom(now)
+	if wait > 0 {
+		r.CancelAt(now)
+	}
+	return wait
+}
+
+// reserve takes one token from key's bucket in t (perMinute sustained,
+// bursts of burst).
+func reserve(t *table[*rate.Limiter], key string, perMinute float64, burst int, now time.Time) *rate.Reservation {
+	// A bucket refills completely in burst/rate; an entry idle that long is
+	// the same as a new one, so it may expire then.
+	full := time.Duration(float64(burst) / perMinute * float64(time.Minute))
+	lim := t.get(key, now, full, func() *rate.Limiter {
+		return rate.NewLimiter(rate.Limit(perMinute/60), burst)
+	})
+	return lim.ReserveN(now, 1)
 }
 
 // Login is one login attempt admitted by BeginLogin. Exactly one of

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -134,6 +135,14 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 	pass := r.PostForm.Get("password")
 	if user == "" || pass == "" || strings.ContainsRune(user, 0) || strings.ContainsRune(pass, 0) {
 		s.signInPage(w, http.StatusOK, req, form, user, "Enter your mail address and password.")
+		return
+	}
+	// Each try reaches the mail server: limited per address and per
+	// account (besides the mail layer's back-off after failures).
+	wait := max(s.cfg.Guard.AllowSignInFrom(r.Context()), s.cfg.Guard.AllowSignInAs(user))
+	if wait > 0 {
+		retryAfter(w, wait)
+		s.signInPage(w, http.StatusTooManyRequests, req, form, user, "Too many sign-in attempts for this mail address or from your network. Wait "+strconv.Itoa(seconds(wait))+" seconds and try again.")
 		return
 	}
 	creds := credentials.New(user, pass)

@@ -6,14 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -95,6 +92,9 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", "POST, OPTIONS")
 		oauthError(w, http.StatusMethodNotAllowed, "invalid_request", "use POST")
+		return
+	}
+	if !s.admitFrom(w, r) {
 		return
 	}
 	var reg registration
@@ -234,27 +234,3 @@ func (cc *clientCache) put(id string, c client, now time.Time) {
 	}
 	cc.entries[id] = cachedClient{c, now}
 }
-
-// publicOnlyClient fetches only from public addresses: a client_id URL
-// must not make the gateway reach into its own network (SSRF).
-func publicOnlyClient() *http.Client {
-	d := &net.Dialer{Timeout: 5 * time.Second, Control: func(network, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return err
-		}
-		a := ap.Addr().Unmap()
-		if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() || a.IsMulticast() ||
-			slices.ContainsFunc(blocked, func(p netip.Prefix) bool { return p.Contains(a) }) {
-			return errors.New("refusing a non-public address")
-		}
-		return nil
-	}}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.DialContext = d.DialContext
-	tr.Proxy = nil
-	return &http.Client{Transport: tr, Timeout: 5 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-}
-
-var blocked = []netip.Prefix{netip.MustParsePrefix("100.64.0.0/10"), netip.MustParsePrefix("169.254.0.0/16"), netip.MustParsePrefix("fc00::/7")}

@@ -4,10 +4,12 @@
 // Documents and stateless dynamic registration), the sign-in page at
 // /authorize, and /token. Every code and token it issues carries the
 // sealed login (credentials.Sealer), so nothing about a user is stored;
-// the only memory it keeps is which codes and refresh tokens this process
-// has already seen used (single use), and a short cache of fetched client
-// metadata documents. It checks a login through the Verifier it is given
-// and knows nothing about IMAP itself.
+// the only memory it keeps is which codes this process has redeemed and
+// the generation each sign-in's next refresh must present (single use,
+// bounded, failing closed: see ledger), and a short cache of fetched
+// client metadata documents. It checks a login through the Verifier it is
+// given and knows nothing about IMAP itself; what it fetches for a client
+// goes only to public addresses (internal/egress).
 package oauth
 
 import (
@@ -21,6 +23,8 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/egress"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 )
 
 // Verifier checks a login at the mail server (a real IMAP login); its
@@ -47,14 +51,32 @@ type Config struct {
 	AccessTTL  time.Duration
 	RefreshTTL time.Duration
 	// HTTPClient fetches client metadata documents; nil makes one that
-	// refuses private and loopback addresses, with a 5 s timeout.
+	// connects only to public addresses (egress.HTTPClient), with a 5 s
+	// timeout.
 	HTTPClient *http.Client
 	Logger     *slog.Logger
 	Now        func() time.Time // tests; nil means time.Now
 	// Observe, when set, counts sign-ins and token requests: event is
 	// authorize, token or refresh; outcome ok, refused or error.
 	Observe func(event, outcome string)
+	// Guard rate-limits the sign-in server per account and per client
+	// address (nil: no limit).
+	Guard *guard.Guard
+	// MaxGrants bounds the memory of redeemed codes and live sign-ins
+	// (0: DefaultMaxGrants); when it is full and nothing has expired, new
+	// sign-ins are refused for a while rather than anything forgotten.
+	MaxGrants int
+	// GrantsPerAccount is how many live sign-ins one account keeps (0:
+	// DefaultGrantsPerAccount); a new one replaces its least recently
+	// refreshed.
+	GrantsPerAccount int
 }
+
+// Defaults of Config's bounds.
+const (
+	DefaultMaxGrants        = 250_000
+	DefaultGrantsPerAccount = 64
+)
 
 // Server is the authorization server. It is an http.Handler for the
 // paths in Paths.
@@ -64,7 +86,7 @@ type Server struct {
 	resource string
 	now      func() time.Time
 	log      *slog.Logger
-	used     *usedSet // codes and refresh tokens already exchanged
+	ledger   *ledger // codes redeemed, and each sign-in's refresh generation
 	clients  *clientCache
 	mux      *http.ServeMux
 }
@@ -87,9 +109,15 @@ func New(cfg Config) *Server {
 	}
 	s.log = s.log.With("component", "oauth")
 	if s.cfg.HTTPClient == nil {
-		s.cfg.HTTPClient = publicOnlyClient()
+		s.cfg.HTTPClient = egress.HTTPClient(egress.Options{Timeout: 5 * time.Second})
 	}
-	s.used = newUsedSet(200_000)
+	if s.cfg.MaxGrants <= 0 {
+		s.cfg.MaxGrants = DefaultMaxGrants
+	}
+	if s.cfg.GrantsPerAccount <= 0 {
+		s.cfg.GrantsPerAccount = DefaultGrantsPerAccount
+	}
+	s.ledger = newLedger(s.cfg.MaxGrants, s.cfg.GrantsPerAccount)
 	s.clients = newClientCache(1000, 5*time.Minute)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-protected-resource", s.protectedResource)

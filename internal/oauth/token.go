@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 )
@@ -36,6 +38,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if !s.admitFrom(w, r) {
+		return
+	}
 	if _, _, ok := r.BasicAuth(); ok {
 		oauthError(w, http.StatusUnauthorized, "invalid_client", "this server has only public clients: send client_id in the body, no secret")
 		return
@@ -57,8 +62,12 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, credentials.ErrGrantExpired):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code has expired (codes last 60 seconds): sign in again")
 		return
-	case err != nil:
+	case err != nil, g.Audience != s.resource:
+		// A code made by another gateway with the same key (another
+		// PUBLIC_URL) is not valid here.
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code is not valid here")
+		return
+	case !s.admit(w, r, g.Creds.User):
 		return
 	case f.Get("client_id") != g.ClientID:
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code was issued to another client")
@@ -72,12 +81,17 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request) {
 	case !s.ourResource(f.Get("resource")):
 		oauthError(w, http.StatusBadRequest, "invalid_target", "this server issues tokens only for "+s.resource)
 		return
-	case !s.used.Use(g.ID, g.Expires, s.now()):
+	}
+	now := s.now()
+	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: credentials.NewGrantID()}
+	err = s.ledger.exchange(g.ID, g.Expires, next.Family, credentials.Account(g.Creds.User), now.Add(s.cfg.RefreshTTL), now)
+	if errors.Is(err, errCodeUsed) {
 		s.log.WarnContext(r.Context(), "authorization code replayed", "client_registered", strings.HasPrefix(g.ClientID, string(credentials.KindClient)))
-		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code has already been used")
+	}
+	if !s.recorded(w, r, err) {
 		return
 	}
-	s.issue(w, g)
+	s.issue(w, next)
 }
 
 func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
@@ -87,8 +101,10 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, credentials.ErrGrantExpired):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token has expired: sign in again")
 		return
-	case err != nil:
+	case err != nil, g.Audience != s.resource:
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token is not valid here")
+		return
+	case !s.admit(w, r, g.Creds.User):
 		return
 	case f.Get("client_id") != g.ClientID:
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token was issued to another client")
@@ -97,26 +113,87 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_target", "this server issues tokens only for "+s.resource)
 		return
 	}
+	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: g.Family, Gen: g.Gen + 1}
+	if next.Family == "" {
+		next.Family = g.ID // made before families: its own id names one
+	}
 	if sc := f.Get("scope"); sc != "" {
 		asked, ok := s.parseScope(sc)
 		if !ok || !narrower(asked, g.Creds.Scope) {
 			oauthError(w, http.StatusBadRequest, "invalid_scope", "a refresh may keep or narrow the scope, not widen it")
 			return
 		}
-		g.Creds.Scope = asked
+		next.Creds.Scope = asked
 	}
-	if !s.used.Use(g.ID, g.Expires, s.now()) {
-		s.log.WarnContext(r.Context(), "refresh token reused")
-		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token has already been used (each refresh returns a new one): sign in again")
+	now := s.now()
+	err = s.ledger.refresh(next.Family, g.Gen, credentials.Account(g.Creds.User), now.Add(s.cfg.RefreshTTL), now)
+	if errors.Is(err, errReused) {
+		s.log.WarnContext(r.Context(), "refresh token reused: sign-in revoked")
+	}
+	if !s.recorded(w, r, err) {
 		return
 	}
-	s.issue(w, g)
+	s.issue(w, next)
 }
 
-// issue answers with a new access token and a new refresh token for the
-// login and scope of g.
+// admit applies the sign-in rate limit of account; past it, it answers
+// 429 with Retry-After.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request, account string) bool {
+	return s.limited(w, s.cfg.Guard.AllowSignInAs(account), "for this account")
+}
+
+// admitFrom applies the sign-in rate limit of the client's address.
+func (s *Server) admitFrom(w http.ResponseWriter, r *http.Request) bool {
+	return s.limited(w, s.cfg.Guard.AllowSignInFrom(r.Context()), "from this address")
+}
+
+func (s *Server) limited(w http.ResponseWriter, wait time.Duration, who string) bool {
+	if wait <= 0 {
+		return true
+	}
+	retryAfter(w, wait)
+	oauthError(w, http.StatusTooManyRequests, "slow_down", "too many sign-in requests "+who+"; retry in "+strconv.Itoa(seconds(wait))+" s")
+	return false
+}
+
+// recorded answers a ledger refusal: invalid_grant for a used code or
+// refresh token, 503 with Retry-After when the ledger is full.
+func (s *Server) recorded(w http.ResponseWriter, r *http.Request, err error) bool {
+	var full *fullError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &full):
+		s.log.WarnContext(r.Context(), "sign-in memory full: refusing new sign-ins", "retry_after", full.RetryAfter)
+		retryAfter(w, full.RetryAfter)
+		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", full.Error())
+	default:
+		oauthError(w, http.StatusBadRequest, "invalid_grant", err.Error())
+	}
+	return false
+}
+
+func retryAfter(w http.ResponseWriter, d time.Duration) {
+	w.Header().Set("Retry-After", strconv.Itoa(seconds(d)))
+}
+
+// seconds rounds d up to whole seconds, at least one.
+func seconds(d time.Duration) int { return max(1, int((d+time.Second-1)/time.Second)) }
+
+// issue answers with a new access token and a refresh token of g's family
+// and generation, for the login of g with its scope capped at what this
+// gateway allows (MAILBOX_ACCESS, and sending only when configured): a
+// grant made elsewhere, or before the operator lowered the level, never
+// carries more here.
 func (s *Server) issue(w http.ResponseWriter, g credentials.Grant) {
 	now := s.now()
+	if s.cfg.Operator != 0 && g.Creds.Scope.Level > s.cfg.Operator {
+		g.Creds.Scope.Level = s.cfg.Operator
+	}
+	if g.Creds.Scope.Level == 0 {
+		g.Creds.Scope.Level = s.cfg.Operator
+	}
+	g.Creds.Scope.NoSend = g.Creds.Scope.NoSend || !s.cfg.CanSend
 	access, err := s.cfg.Sealer.SealGrant(credentials.KindAccess, credentials.Grant{
 		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: now.Add(s.cfg.AccessTTL)})
 	if err != nil {
@@ -124,7 +201,8 @@ func (s *Server) issue(w http.ResponseWriter, g credentials.Grant) {
 		return
 	}
 	refresh, err := s.cfg.Sealer.SealGrant(credentials.KindRefresh, credentials.Grant{
-		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: now.Add(s.cfg.RefreshTTL)})
+		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: now.Add(s.cfg.RefreshTTL),
+		Family: g.Family, Gen: g.Gen})
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "the token could not be made")
 		return

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
@@ -14,9 +16,9 @@ type encryptArgs struct {
 	User     string `json:"user" max:"320" desc:"Mailbox user name (usually the email address). Defaults to the x-imap-user header."`
 	Password string `json:"password" max:"1024" desc:"Mailbox password or app password. Defaults to the x-imap-pass header."`
 	Verify   *bool  `json:"verify" default:"true" desc:"Check the credentials with an IMAP login before sealing them (default true)."`
-	Access   string `json:"access" enum:"read,organize,full" desc:"Narrow the token to this access level: read, organize or full (at most what the gateway allows). Default: what the gateway allows."`
-	Send     *bool  `json:"send" default:"true" desc:"Allow sending mail with the token (default true); false makes a token that cannot send."`
-	Agent    string `json:"agent" max:"40" desc:"Bind the token to this agent name (lower-case letters, digits, '.', '_', '-'; 1 to 40): every call with it acts as that agent, with its own folder, and a request naming another agent is refused. Default: none (the x-mailbox-agent header or ?agent= names the agent per request)."`
+	Access   string `json:"access" enum:"read,organize,full" desc:"Narrow the token to this access level: read, organize or full (at most what the gateway allows, and what the caller's own credentials allow when no user and password are given). Default: as much as that."`
+	Send     *bool  `json:"send" desc:"Allow sending mail with the token; false makes a token that cannot send. Default: as the credentials sealed allow (a sign-in or token that cannot send makes a token that cannot either)."`
+	Agent    string `json:"agent" max:"40" desc:"Bind the token to this agent name (lower-case letters, digits, '.', '_', '-'; 1 to 40): every call with it acts as that agent, with its own folder, and a request naming another agent is refused. Default: none (the x-mailbox-agent header or ?agent= names the agent per request), or the agent of the token being sealed again."`
 }
 
 func (a *encryptArgs) check() error {
@@ -42,6 +44,7 @@ type EncryptResult struct {
 	Access   string `json:"access" desc:"the access level the token allows under this gateway: read, organize or full"`
 	Send     bool   `json:"send" desc:"whether the token may send mail (the gateway must have sending on too)"`
 	Agent    string `json:"agent,omitempty" desc:"the agent name the token is bound to, when it has one"`
+	Expires  string `json:"expires,omitempty" desc:"when the token stops working (RFC 3339), when it was made from a sign-in or a token that expires; absent: it lasts until the key or the password changes"`
 	KeyID    string `json:"key_id" desc:"identifier of the server key that sealed the token (8 hex characters)"`
 	Usage    string `json:"usage" desc:"how to use the token"`
 }
@@ -52,26 +55,20 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 	Name:  "imap_encrypt_credentials",
 	Title: "Encrypt mailbox credentials",
 	Description: "Seal mailbox credentials into an encrypted token (AES-256-GCM, readable only by this server) that can be passed as the `credentials` argument of the other tools, or sent as the x-mailbox-token header, instead of sending the password with every request. " +
-		"By default the credentials are first checked with an IMAP login. Without user and password, the connection's x-imap-user and x-imap-pass headers are sealed. " +
+		"By default the credentials are first checked with an IMAP login. Without user and password, the caller's own credentials are sealed (the x-mailbox-token header, the x-imap-user and x-imap-pass headers, or the sign-in's access token), and never with more than they allow: their access level, sending, agent and expiry carry over, and a token can only be narrower. " +
 		"With agent, the token acts as that agent of the mailbox (its own folder for waiting, peeking and checking, and its name on agent messages).",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
 	OwnCredentials: true,
 	Example:        map[string]any{"user": "alice@demo.test", "password": "demo-alice"},
 	Run: func(ctx context.Context, c *Call, a encryptArgs) (EncryptResult, error) {
-		creds, ok := credentials.FromContext(ctx)
-		if a.User != "" {
-			creds, ok = credentials.New(a.User, a.Password), true
-		}
-		if !ok {
-			return EncryptResult{}, badArg("user and password are required (or send the x-imap-user and x-imap-pass headers)")
+		creds, err := sealable(ctx, c, a)
+		if err != nil {
+			return EncryptResult{}, err
 		}
 		if err := c.admit(ctx, creds); err != nil {
 			return EncryptResult{}, err
 		}
-		if a.Send != nil && !*a.Send {
-			creds.Scope.NoSend = true
-		}
-		creds.Agent = a.Agent
+		want := credentials.Narrowing{Send: a.Send, Agent: a.Agent}
 		if a.Access != "" {
 			l, err := access.Parse(a.Access)
 			if err != nil {
@@ -80,7 +77,12 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 			if l > c.operatorLevel() {
 				return EncryptResult{}, mailerr.New(mailerr.Forbidden, fmt.Sprintf("access %s is more than this gateway allows (%s, set by the operator with MAILBOX_ACCESS); no token was made", l, c.operatorLevel()))
 			}
-			creds.Scope.Level = l
+			want.Level = l
+		}
+		// Never more than the caller holds: a sign-in's or a token's scope,
+		// agent and expiry carry over to what is made from them.
+		if creds, err = creds.Derive(want); err != nil {
+			return EncryptResult{}, mailerr.Wrap(mailerr.Forbidden, err, err.Error())
 		}
 		// Sealed first: credentials that cannot become a token are refused
 		// without a login at the mail server.
@@ -97,8 +99,12 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 				return EncryptResult{}, err
 			}
 		}
-		return EncryptResult{Token: token, User: creds.User, Verified: verify, KeyID: c.Sealer.KeyID(), Usage: tokenUsage,
-			Access: creds.Scope.Effective(c.operatorLevel()).String(), Send: !creds.Scope.NoSend, Agent: creds.Agent}, nil
+		r := EncryptResult{Token: token, User: creds.User, Verified: verify, KeyID: c.Sealer.KeyID(), Usage: tokenUsage,
+			Access: creds.Scope.Effective(c.operatorLevel()).String(), Send: !creds.Scope.NoSend, Agent: creds.Agent}
+		if !creds.Expires.IsZero() {
+			r.Expires = creds.Expires.UTC().Format(time.RFC3339)
+		}
+		return r, nil
 	},
 	Text: func(r EncryptResult) string {
 		status := "not verified (verify=false)"
@@ -112,6 +118,31 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 		if r.Agent != "" {
 			send += ", agent " + r.Agent
 		}
+		if r.Expires != "" {
+			send += ", expires " + r.Expires
+		}
 		return fmt.Sprintf("Credentials for %s %s.\nToken (access %s, %s): %s\n\n%s", line(r.User), status, r.Access, send, r.Token, r.Usage)
 	},
+}
+
+// sealable is what imap_encrypt_credentials seals: the user and password
+// given as arguments (whoever knows the password holds everything the
+// operator allows), or else the caller's own credentials with their scope,
+// agent binding and expiry: the x-mailbox-token header, or the
+// x-imap-user/x-imap-pass headers, or a sign-in's bearer token.
+func sealable(ctx context.Context, c *Call, a encryptArgs) (credentials.Credentials, error) {
+	if a.User != "" {
+		return credentials.New(a.User, a.Password), nil
+	}
+	if tok, ok := credentials.TokenFromContext(ctx); ok && strings.TrimSpace(tok) != "" {
+		creds, err := c.Sealer.Open(tok)
+		if err != nil {
+			return creds, mailerr.Wrap(mailerr.BadInput, err, err.Error()).About(mailerr.SubjectToken)
+		}
+		return creds, nil
+	}
+	if creds, ok := credentials.FromContext(ctx); ok {
+		return creds, nil
+	}
+	return credentials.Credentials{}, badArg("user and password are required (or send the x-imap-user and x-imap-pass headers)")
 }

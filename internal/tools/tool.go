@@ -170,9 +170,9 @@ func (d *Deps) allows(what string, need access.Level, sends bool, scope access.S
 	case need > operator:
 		return mailerr.New(mailerr.Forbidden, fmt.Sprintf("%s needs the %s access level, and this gateway allows %s (the operator sets MAILBOX_ACCESS); nothing was changed", what, need, operator))
 	case need > scope.Effective(operator):
-		return mailerr.New(mailerr.Forbidden, fmt.Sprintf("%s needs the %s access level, and the credentials token allows %s; nothing was changed", what, need, scope.Level)).About(mailerr.SubjectScope)
+		return mailerr.New(mailerr.Forbidden, fmt.Sprintf("%s needs the %s access level, and the credentials token or sign-in allows %s; nothing was changed", what, need, scope.Level)).About(mailerr.SubjectScope)
 	case sends && scope.NoSend:
-		return mailerr.New(mailerr.Forbidden, what+" sends mail, and the credentials token does not allow sending (made with send: false); nothing was sent").About(mailerr.SubjectScope)
+		return mailerr.New(mailerr.Forbidden, what+" sends mail, and the credentials token or sign-in does not allow sending; nothing was sent").About(mailerr.SubjectScope)
 	}
 	return nil
 }
@@ -510,7 +510,7 @@ func (d *Deps) advise(ctx context.Context, err error) string {
 	case mailerr.SubjectCursor:
 		msg += "; start again without a cursor"
 	case mailerr.SubjectScope:
-		msg += "; imap_encrypt_credentials makes a token with a wider scope, up to what the operator allows"
+		msg += "; imap_encrypt_credentials with the user and password makes a token with a wider scope, up to what the operator allows (a sign-in is widened by signing in again)"
 	}
 	return msg
 }
@@ -577,8 +577,8 @@ func Offered(d *Deps, tools []Tool) []Tool {
 
 // ListFilter is the hook that shows a request only the tools it may call:
 // those within the operator's level and the scope of the token in the
-// x-mailbox-token header (a token passed as an argument is seen only by
-// the call it is passed to). An unreadable header token shows the
+// x-mailbox-token header or of the sign-in (a token passed as an argument
+// is seen only by the call it is passed to). An unreadable header token shows the
 // operator's list: its calls fail with the token's own error.
 func ListFilter(d *Deps, tools []Tool) server.OnAfterListToolsFunc {
 	byName := make(map[string]Tool, len(tools))
@@ -591,6 +591,8 @@ func ListFilter(d *Deps, tools []Tool) server.OnAfterListToolsFunc {
 			if c, err := d.Sealer.Open(tok); err == nil {
 				scope = c.Scope
 			}
+		} else if c, ok := credentials.FromContext(ctx); ok {
+			scope = c.Scope // a sign-in's (bearer) scope; zero for headers
 		}
 		kept := result.Tools[:0]
 		for _, spec := range result.Tools {

@@ -7,9 +7,14 @@
 // captures the code; then transport.finishAuth(code), and tools/list and
 // imap_list_folders with nothing but the bearer token.
 //
-// Input (JSON on stdin): { url, user, password, wrongPassword?, chromium? }
+// Input (JSON on stdin): { url, user, password, wrongPassword?, chromium?, scope? }
+// With scope (e.g. "mail.read"), the client asks for that scope only (as a
+// connector that wants less does) and then tries to get more: it asks
+// imap_encrypt_credentials for every combination of access, send and agent
+// over its bearer token, and uses each token it gets to create a folder.
 // Output (JSON on stdout):
-//   { wrongPasswordPage, tools: [names], folders: Result, scope, tokenKind, requests: [{method, auth, other}] }
+//   { wrongPasswordPage, tools: [names], folders: Result, scope, tokenKind, requests: [{method, auth, other}],
+//     escalation?: [{args, result: Result, createFolder?: Result, tools?: [names]}], bearerCreate?: Result }
 
 import { createServer } from "node:http";
 import { mkdtempSync } from "node:fs";
@@ -76,6 +81,7 @@ const provider = {
   saveCodeVerifier: (v) => (store.verifier = v),
   codeVerifier: () => store.verifier,
   async redirectToAuthorization(url) {
+    if (input.scope) url.searchParams.set("scope", input.scope);
     const page = await browser.newPage();
     await page.goto(url.toString(), { waitUntil: "load" });
     if (input.wrongPassword) {
@@ -129,6 +135,32 @@ try {
   await signedIn.connect(transport);
   out.tools = (await signedIn.listTools()).tools.map((t) => t.name);
   out.folders = summarize(await signedIn.callTool({ name: "imap_list_folders", arguments: {} }));
+  if (input.scope) {
+    out.bearerCreate = summarize(await signedIn.callTool({ name: "imap_create_folder", arguments: { name: "Escalated-bearer" } }));
+    out.escalation = [];
+    for (const access of [undefined, "read", "organize", "full"]) {
+      for (const send of [undefined, true, false]) {
+        for (const agent of [undefined, "beta"]) {
+          const args = { verify: false };
+          if (access) args.access = access;
+          if (send !== undefined) args.send = send;
+          if (agent) args.agent = agent;
+          const entry = { args, result: summarize(await signedIn.callTool({ name: "imap_encrypt_credentials", arguments: args })) };
+          const token = entry.result.structured?.token;
+          if (token) {
+            // Use the token as a client would: its own connection, the
+            // x-mailbox-token header, no bearer.
+            const tc = new Client({ name: "mailbox-mcp-tests (derived token)", version: "1" });
+            await tc.connect(new StreamableHTTPClientTransport(serverUrl, { requestInit: { headers: { "x-mailbox-token": token } } }));
+            entry.tools = (await tc.listTools()).tools.map((t) => t.name);
+            entry.createFolder = summarize(await tc.callTool({ name: "imap_create_folder", arguments: { name: "Escalated-token" } }));
+            await tc.close();
+          }
+          out.escalation.push(entry);
+        }
+      }
+    }
+  }
   await signedIn.close();
 } finally {
   await browser.close();

@@ -1,0 +1,375 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/netip"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/egress"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+)
+
+// passwords is a Verifier that knows a few logins.
+type passwords map[string]string
+
+func (p passwords) Verify(_ context.Context, c credentials.Credentials) error {
+	if p[c.User] == c.Password() {
+		return nil
+	}
+	return mailerr.New(mailerr.Auth, "wrong password")
+}
+
+type testServer struct {
+	*Server
+	url    string
+	client *http.Client
+	id     string // a registered client
+}
+
+const redirect = "http://127.0.0.1:9/cb"
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+// startServer runs an authorization server on a loopback listener whose
+// issuer is its own URL (or issuer, when given), every request from
+// client address addr.
+func startServer(t *testing.T, cfg Config, addr string) *testServer {
+	t.Helper()
+	if cfg.Sealer == nil {
+		cfg.Sealer, _ = credentials.NewSealer(testKey)
+	}
+	if cfg.IMAP == nil {
+		cfg.IMAP = passwords{"alice@x.test": "pw-a", "bob@x.test": "pw-b"}
+	}
+	if cfg.Operator == 0 {
+		cfg.Operator = access.Full
+	}
+	cfg.CanSend = true
+	cfg.AccessTTL, cfg.RefreshTTL = time.Hour, 24*time.Hour
+	ts := &testServer{}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ts.Server.ServeHTTP(w, r.WithContext(guard.WithClientAddr(r.Context(), addr)))
+	}))
+	t.Cleanup(hs.Close)
+	if cfg.Issuer == "" {
+		cfg.Issuer = hs.URL
+	}
+	ts.Server = New(cfg)
+	ts.url = hs.URL
+	jar, _ := cookiejar.New(nil)
+	ts.client = &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	resp, err := http.Post(hs.URL+"/register", "application/json", strings.NewReader(`{"client_name":"t","redirect_uris":["`+redirect+`"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.NewDecoder(resp.Body).Decode(&reg)
+	resp.Body.Close()
+	ts.id = reg.ClientID
+	return ts
+}
+
+var formValue = regexp.MustCompile(`name="form" value="([^"]+)"`)
+
+// signIn runs the sign-in page for user with scope and returns the code
+// and its PKCE verifier.
+func (ts *testServer) signIn(t *testing.T, user, pass, scope string) (code, verifier string) {
+	t.Helper()
+	verifier = strings.Repeat("v", 20) + fmt.Sprint(time.Now().UnixNano()) + strings.Repeat("w", 20)
+	sum := sha256.Sum256([]byte(verifier))
+	q := url.Values{"response_type": {"code"}, "client_id": {ts.id}, "redirect_uri": {redirect}, "scope": {scope},
+		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
+	resp, err := ts.client.Get(ts.url + "/authorize?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := formValue.FindSubmatch(body)
+	if m == nil {
+		t.Fatalf("no sign-in form: %d %s", resp.StatusCode, body)
+	}
+	resp, err = ts.client.PostForm(ts.url+"/authorize", url.Values{"form": {html.UnescapeString(string(m[1]))}, "username": {user}, "password": {pass}, "action": {"allow"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	loc, _ := url.Parse(resp.Header.Get("Location"))
+	if code = loc.Query().Get("code"); code == "" {
+		t.Fatalf("sign-in gave no code: %d %s", resp.StatusCode, loc)
+	}
+	return code, verifier
+}
+
+type answer struct {
+	Status       int
+	RetryAfter   string
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	Scope        string `json:"scope"`
+	Error        string `json:"error"`
+	Description  string `json:"error_description"`
+}
+
+func (ts *testServer) token(t *testing.T, form url.Values) answer {
+	t.Helper()
+	if form.Get("client_id") == "" {
+		form.Set("client_id", ts.id)
+	}
+	resp, err := http.PostForm(ts.url+"/token", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var a answer
+	json.NewDecoder(resp.Body).Decode(&a)
+	a.Status, a.RetryAfter = resp.StatusCode, resp.Header.Get("Retry-After")
+	return a
+}
+
+func (ts *testServer) exchange(t *testing.T, code, verifier string) answer {
+	return ts.token(t, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {verifier}, "redirect_uri": {redirect}})
+}
+
+func (ts *testServer) refresh(t *testing.T, rt string) answer {
+	return ts.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}})
+}
+
+// TestFullMemoryNeverForgetsAUse: the issue's attack, at a size a test can
+// reach. Many sign-ins fill the memory of used codes and live sign-ins;
+// then another user's already used refresh token is still refused, the
+// newest one of that sign-in still works, and new sign-ins get 503 with
+// Retry-After until entries expire.
+func TestFullMemoryNeverForgetsAUse(t *testing.T) {
+	ts := startServer(t, Config{MaxGrants: 100, GrantsPerAccount: 64}, "192.0.2.1")
+	code, v := ts.signIn(t, "alice@x.test", "pw-a", "mail.read")
+	first := ts.exchange(t, code, v)
+	second := ts.refresh(t, first.RefreshToken)
+	if second.Status != 200 {
+		t.Fatalf("refresh: %+v", second)
+	}
+	// Fill it: bob signs in again and again (each is a redeemed code and a
+	// sign-in, two entries), from the same sealer as the page would.
+	filled := false
+	for i := range 200 {
+		g := credentials.Grant{ID: credentials.NewGrantID(), Creds: credentials.New(fmt.Sprintf("user%d@x.test", i), "pw"),
+			ClientID: ts.id, RedirectURI: redirect, Challenge: challengeOf(v), Audience: ts.resource, Expires: time.Now().Add(time.Minute)}
+		c, err := ts.cfg.Sealer.SealGrant(credentials.KindCode, g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := ts.exchange(t, c, v)
+		if a.Status == http.StatusServiceUnavailable {
+			if a.Error != "temporarily_unavailable" || a.RetryAfter == "" {
+				t.Errorf("full: %+v", a)
+			}
+			filled = true
+			break
+		}
+		if a.Status != 200 {
+			t.Fatalf("sign-in %d: %+v", i, a)
+		}
+	}
+	if !filled {
+		t.Fatal("the memory never filled")
+	}
+	if a := ts.refresh(t, first.RefreshToken); a.Status != 400 || a.Error != "invalid_grant" || !strings.Contains(a.Description, "already been used") {
+		t.Fatalf("a used refresh token replayed on a full memory: %+v", a)
+	}
+	// That reuse revoked alice's sign-in: its newest token is refused too.
+	if a := ts.refresh(t, second.RefreshToken); a.Status != 400 || !strings.Contains(a.Description, "revoked") {
+		t.Fatalf("the newest token of a revoked sign-in: %+v", a)
+	}
+}
+
+func challengeOf(verifier string) string {
+	sum := sha256.Sum256([]byte(verifier))
+	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// TestTokenRateLimits: past the per-account rate, /token answers 429 with
+// Retry-After, and so it does past the per-address rate for garbage; other
+// accounts are not held up by one account's flood.
+func TestTokenRateLimits(t *testing.T) {
+	g := guard.New(guard.Config{SignInPerAccount: 5, SignInPerAddress: 1000})
+	ts := startServer(t, Config{Guard: g}, "192.0.2.2")
+	code, v := ts.signIn(t, "alice@x.test", "pw-a", "mail.read")
+	a := ts.exchange(t, code, v)
+	limited := false
+	for range 20 {
+		a = ts.refresh(t, a.RefreshToken)
+		if a.Status == http.StatusTooManyRequests {
+			if a.RetryAfter == "" || a.RetryAfter == "0" {
+				t.Errorf("429 without Retry-After: %+v", a)
+			}
+			limited = true
+			break
+		}
+		if a.Status != 200 {
+			t.Fatalf("refresh: %+v", a)
+		}
+	}
+	if !limited {
+		t.Fatal("20 refreshes in a row at 5 per minute were all answered")
+	}
+	// bob is not limited by alice's refreshes.
+	code, v = ts.signIn(t, "bob@x.test", "pw-b", "mail.read")
+	if b := ts.exchange(t, code, v); b.Status != 200 {
+		t.Fatalf("bob after alice's flood: %+v", b)
+	}
+
+	// Per address: garbage tokens from one address.
+	g2 := guard.New(guard.Config{SignInPerAccount: 1000, SignInPerAddress: 3})
+	ts2 := startServer(t, Config{Guard: g2}, "192.0.2.3")
+	limited = false
+	for range 10 {
+		if a := ts2.refresh(t, "ort1.garbage"); a.Status == http.StatusTooManyRequests && a.RetryAfter != "" {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("10 garbage refreshes from one address at 3 per minute were all answered")
+	}
+}
+
+// TestAudience: two gateways with the same key and different PUBLIC_URLs.
+// A code and a refresh token issued by one are refused by the other.
+func TestAudience(t *testing.T) {
+	a := startServer(t, Config{}, "192.0.2.4")
+	b := startServer(t, Config{}, "192.0.2.4")
+	code, v := a.signIn(t, "alice@x.test", "pw-a", "mail.read mail.full mail.send")
+	// b's client id is b's own registration (the same key could open a's).
+	got := b.token(t, url.Values{"grant_type": {"authorization_code"}, "code": {code}, "code_verifier": {v}, "redirect_uri": {redirect}, "client_id": {a.id}})
+	if got.Status != 400 || got.Error != "invalid_grant" {
+		t.Fatalf("a's code at b: %+v", got)
+	}
+	tok := a.exchange(t, code, v)
+	if tok.Status != 200 {
+		t.Fatalf("a's code at a: %+v", tok)
+	}
+	got = b.token(t, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {a.id}})
+	if got.Status != 400 || got.Error != "invalid_grant" {
+		t.Fatalf("a's refresh token at b: %+v", got)
+	}
+	if _, err := b.OpenAccess(tok.AccessToken); err == nil {
+		t.Fatal("a's access token opened at b")
+	}
+}
+
+// TestScopeCappedAtOperator: a gateway never issues or reports more than
+// its own MAILBOX_ACCESS, even for a refresh token that carries more (made
+// before the operator lowered the level).
+func TestScopeCappedAtOperator(t *testing.T) {
+	sealer, _ := credentials.NewSealer(testKey)
+	full := startServer(t, Config{Sealer: sealer}, "192.0.2.5")
+	code, v := full.signIn(t, "alice@x.test", "pw-a", "mail.full mail.send")
+	tok := full.exchange(t, code, v)
+	if tok.Scope != "mail.read mail.organize mail.full mail.send" {
+		t.Fatalf("scope at the full gateway: %q", tok.Scope)
+	}
+	// The same issuer, now at MAILBOX_ACCESS=read and without SMTP.
+	read := New(Config{Issuer: full.issuer, Sealer: sealer, Operator: access.Read, CanSend: false, AccessTTL: time.Hour, RefreshTTL: time.Hour, IMAP: passwords{}})
+	hs := httptest.NewServer(read)
+	defer hs.Close()
+	resp, err := http.PostForm(hs.URL+"/token", url.Values{"grant_type": {"refresh_token"}, "refresh_token": {tok.RefreshToken}, "client_id": {full.id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a answer
+	json.NewDecoder(resp.Body).Decode(&a)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || a.Scope != "mail.read" {
+		t.Fatalf("refresh at the read gateway: %d %+v", resp.StatusCode, a)
+	}
+	creds, err := read.OpenAccess(a.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if creds.Scope.Level != access.Read || !creds.Scope.NoSend {
+		t.Fatalf("access token scope %+v, want read and no sending", creds.Scope)
+	}
+}
+
+// TestAccessCredentialsExpire: the credentials a bearer token carries
+// expire with it, so that what is made from them does too.
+func TestAccessCredentialsExpire(t *testing.T) {
+	ts := startServer(t, Config{}, "192.0.2.6")
+	code, v := ts.signIn(t, "alice@x.test", "pw-a", "mail.read")
+	tok := ts.exchange(t, code, v)
+	creds, err := ts.OpenAccess(tok.AccessToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Until(creds.Expires); d <= 0 || d > time.Hour {
+		t.Fatalf("credentials expire in %v, want within the access token's hour", d)
+	}
+}
+
+// TestClientMetadataNeverReachesPrivate: a client_id URL whose name
+// resolves to this machine, in each IPv6 spelling that carries IPv4 too,
+// is refused, and nothing reaches the listener behind it.
+func TestClientMetadataNeverReachesPrivate(t *testing.T) {
+	var hits atomic.Int32
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			hits.Add(1)
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	zone := map[string][]netip.Addr{}
+	for i, a := range []string{"127.0.0.1", "::ffff:127.0.0.1", "::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1", "::1"} {
+		zone[fmt.Sprintf("client%d.test", i)] = []netip.Addr{netip.MustParseAddr(a)}
+	}
+	client := egress.HTTPClient(egress.Options{Timeout: 2 * time.Second, Resolver: mailtest.Resolver(t, zone)})
+	ts := startServer(t, Config{HTTPClient: client}, "192.0.2.7")
+	for name := range zone {
+		id := "https://" + name + ":" + port + "/client.json"
+		q := url.Values{"response_type": {"code"}, "client_id": {id}, "redirect_uri": {redirect},
+			"code_challenge": {strings.Repeat("c", 43)}, "code_challenge_method": {"S256"}}
+		resp, err := ts.client.Get(ts.url + "/authorize?" + q.Encode())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), "cannot be fetched") {
+			t.Errorf("%s: %d %.300s", id, resp.StatusCode, body)
+		}
+	}
+	if n := hits.Load(); n != 0 {
+		t.Fatalf("%d connections reached the loopback listener", n)
+	}
+}
