@@ -318,6 +318,20 @@ func TestOAuthSignInAndRefusals(t *testing.T) {
 		if st, a := c.token(base); st != 400 || a.Error != "invalid_grant" || !strings.Contains(a.Description, "already been used") {
 			t.Errorf("replay: %d %+v", st, a)
 		}
+		// The replay revoked the sign-in the code started (RFC 6749
+		// §4.1.2): its refresh token no longer works. (Its access token
+		// lives out its hour: nothing is stored to check it against.)
+		if st, b := c.token(url.Values{"grant_type": {"refresh_token"}, "refresh_token": {a.RefreshToken}, "client_id": {c.id}}); st != 400 || !strings.Contains(b.Description, "revoked") {
+			t.Errorf("refresh after the code was replayed: %d %+v", st, b)
+		}
+		verifier, ch = pkce()
+		_, _, redirect = c.authorize(c.authParams(ch, "mail.read mail.organize"), user, pass, "allow")
+		base.Set("code", redirect.Get("code"))
+		base.Set("code_verifier", verifier)
+		if st, a = c.token(base); st != 200 {
+			t.Fatalf("a second sign-in: %d %+v", st, a)
+		}
+		first = a
 		// Only the bearer token: folders listed, and the scope applies.
 		status, _, body := mcpPost(t, g.Base, "Bearer "+a.AccessToken, listFolders)
 		if status != 200 || !strings.Contains(body, "INBOX") || strings.Contains(body, `"isError":true`) {

@@ -7,7 +7,8 @@ import (
 )
 
 // ledger is the authorization server's only memory of users: which codes
-// this process has redeemed, and for each sign-in (the family of refresh
+// this process has redeemed (a code that comes back revokes the sign-in it
+// started), and for each sign-in (the family of refresh
 // tokens that descends from one code) the generation its next refresh must
 // present. A refresh token of an older generation is a reused one: the
 // family is revoked, so a stolen token and the one it was stolen from
@@ -30,11 +31,18 @@ type ledger struct {
 	mu         sync.Mutex
 	max        int
 	perAccount int
-	codes      map[string]int64 // code id -> expiry (Unix seconds)
+	codes      map[string]redeemed
 	families   map[string]*family
 	accounts   map[string][]string // account -> its families, oldest refresh first
 	nextSweep  time.Time
 	soonest    int64 // the earliest expiry seen by the last sweep
+}
+
+// redeemed is a code this process exchanged: until when, and the sign-in
+// it started (revoked if the code comes back: RFC 6749 §4.1.2).
+type redeemed struct {
+	expires int64
+	family  string
 }
 
 type family struct {
@@ -45,7 +53,7 @@ type family struct {
 }
 
 var (
-	errCodeUsed = errors.New("the authorization code has already been used")
+	errCodeUsed = errors.New("the authorization code has already been used; the tokens issued for it are revoked")
 	errReused   = errors.New("the refresh token has already been used (each refresh returns a new one); every token of this sign-in is now revoked: sign in again")
 	errRevoked  = errors.New("this sign-in was revoked because one of its refresh tokens was used twice: sign in again")
 )
@@ -58,7 +66,7 @@ func (e *fullError) Error() string {
 }
 
 func newLedger(max, perAccount int) *ledger {
-	return &ledger{max: max, perAccount: perAccount, codes: map[string]int64{}, families: map[string]*family{}, accounts: map[string][]string{}}
+	return &ledger{max: max, perAccount: perAccount, codes: map[string]redeemed{}, families: map[string]*family{}, accounts: map[string][]string{}}
 }
 
 // size is the number of entries (codes and families).
@@ -74,13 +82,16 @@ func (l *ledger) size() int {
 func (l *ledger) exchange(code string, codeExp time.Time, fam, account string, famExp, now time.Time) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if exp, ok := l.codes[code]; ok && now.Unix() < exp {
+	if r, ok := l.codes[code]; ok && now.Unix() < r.expires {
+		if f, ok := l.families[r.family]; ok {
+			f.revoked = true
+		}
 		return errCodeUsed
 	}
 	if err := l.room(2, now); err != nil {
 		return err
 	}
-	l.codes[code] = codeExp.Unix()
+	l.codes[code] = redeemed{codeExp.Unix(), fam}
 	l.start(fam, account, 0, famExp, now)
 	return nil
 }
@@ -169,11 +180,11 @@ func (l *ledger) room(n int, now time.Time) error {
 		l.nextSweep = now.Add(time.Second)
 		t := now.Unix()
 		l.soonest = 0
-		for id, exp := range l.codes {
-			if t >= exp {
+		for id, r := range l.codes {
+			if t >= r.expires {
 				delete(l.codes, id)
-			} else if l.soonest == 0 || exp < l.soonest {
-				l.soonest = exp
+			} else if l.soonest == 0 || r.expires < l.soonest {
+				l.soonest = r.expires
 			}
 		}
 		for id, f := range l.families {

@@ -41,11 +41,16 @@ func TestLedgerFailsClosed(t *testing.T) {
 	if err := l.exchange("code-y", later.Add(time.Minute), "fam-y", "acct-y", later.Add(time.Hour), later); err != nil {
 		t.Fatalf("after the codes expired: %v", err)
 	}
-	if err := l.refresh("fam0", 0, "acct0", later.Add(time.Hour), later); err != nil {
+	if err := l.refresh("fam-y", 0, "acct-y", later.Add(time.Hour), later); err != nil {
 		t.Fatalf("refresh of a live family: %v", err)
 	}
-	if err := l.refresh("fam0", 0, "acct0", later.Add(time.Hour), later); !errors.Is(err, errReused) {
-		t.Fatalf("reuse of generation 0 after the sweep: %v", err)
+	if err := l.refresh("fam-y", 0, "acct-y", later.Add(time.Hour), later); !errors.Is(err, errReused) {
+		t.Fatalf("reuse of generation 0: %v", err)
+	}
+	// The sign-ins whose codes came back were revoked, and stay so after
+	// the sweep.
+	if err := l.refresh("fam0", 0, "acct0", later.Add(time.Hour), later); !errors.Is(err, errRevoked) {
+		t.Fatalf("the sign-in of a replayed code, after the sweep: %v", err)
 	}
 }
 
@@ -72,6 +77,16 @@ func TestLedgerGenerations(t *testing.T) {
 	}
 	if err := l.refresh("f", 6, "a", exp, t0); !errors.Is(err, errRevoked) {
 		t.Fatalf("after reuse, the family's next generation: %v", err)
+	}
+	// A code that comes back revokes the sign-in it started.
+	if err := l.exchange("c2", t0.Add(time.Minute), "h", "a", exp, t0); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.exchange("c2", t0.Add(time.Minute), "h2", "a", exp, t0); !errors.Is(err, errCodeUsed) {
+		t.Fatalf("a replayed code: %v", err)
+	}
+	if err := l.refresh("h", 0, "a", exp, t0); !errors.Is(err, errRevoked) {
+		t.Fatalf("the sign-in of a replayed code: %v", err)
 	}
 	// A family this process never saw starts where the token is.
 	if err := l.refresh("g", 7, "a", exp, t0); err != nil {
