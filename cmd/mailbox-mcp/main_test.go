@@ -172,3 +172,46 @@ func TestDemoRunsAndStops(t *testing.T) {
 	}
 	t.Logf("demo printed its URL after %v", took.Round(time.Millisecond))
 }
+
+// TestTokenCommandNeverAboveTheOperator: `mailbox-mcp token` seals a
+// password typed by whoever holds ENCRYPTION_KEY, so the operator's
+// MAILBOX_ACCESS is the only cap: every -access above it is refused with
+// status 2 and no token, every other combination of -access and -send is
+// sealed exactly.
+func TestTokenCommandNeverAboveTheOperator(t *testing.T) {
+	raw, _ := hex.DecodeString(key)
+	sealer, _ := credentials.NewSealer(raw)
+	levels := []string{"read", "organize", "full"}
+	rank := map[string]int{"": 0, "read": 1, "organize": 2, "full": 3}
+	for _, operator := range levels {
+		for _, asked := range append([]string{""}, levels...) {
+			for _, send := range []bool{true, false} {
+				args := []string{"token", "--user", "alice@example.test", "-send=" + strconv.FormatBool(send)}
+				if asked != "" {
+					args = append(args, "-access", asked)
+				}
+				cmd := command(context.Background(), []string{"ENCRYPTION_KEY=" + key, "MAILBOX_ACCESS=" + operator}, args...)
+				cmd.Stdin = strings.NewReader("pw\n")
+				out, err := cmd.Output()
+				name := "MAILBOX_ACCESS=" + operator + " " + strings.Join(args[3:], " ")
+				if rank[asked] > rank[operator] {
+					if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 2 || len(out) != 0 {
+						t.Errorf("%s: %v, output %q: want status 2 and no token", name, err, out)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s: %v", name, err)
+					continue
+				}
+				c, err := sealer.Open(strings.TrimSpace(string(out)))
+				if err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				if got := c.Scope.Level.String(); (asked == "" && c.Scope.Level != 0) || (asked != "" && got != asked) || c.Scope.NoSend == send {
+					t.Errorf("%s: sealed %+v", name, c.Scope)
+				}
+			}
+		}
+	}
+}
