@@ -75,6 +75,15 @@ if command -v npm >/dev/null && command -v node >/dev/null; then
   else
     echo "ok"
   fi
+  # The official client of the 2026-07-28 protocol (v2 SDK line), apart from
+  # the v1 SDK's dependencies (tests/approval_test.go).
+  step "npm ci (tests/clients/v2: @modelcontextprotocol/client)"
+  if ! (cd tests/clients/v2 && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "FAIL: npm ci in tests/clients/v2"
+    npm_failed=1
+  else
+    echo "ok"
+  fi
   # The MCP Inspector (tests/inspector_test.go) needs Node >= 22.19: npm
   # ships Node 22 for Linux x86-64 as a package, kept in its own directory so
   # that it never shadows the machine's node for mcp-remote. Elsewhere the

@@ -209,11 +209,13 @@ It is not checked against the mail server (use imap_encrypt_credentials for that
 -access and -send narrow what the token may do; a token never gets more than
 the gateway's MAILBOX_ACCESS allows. -agent binds the token to one agent of the
 mailbox: every call with it acts as that agent, and a request naming another
-agent (x-mailbox-agent, ?agent=) is refused.`, stderr)
+agent (x-mailbox-agent, ?agent=) is refused. -approval makes the token's calls
+ask a person first (more than the gateway's APPROVAL, never less).`, stderr)
 	user := fs.String("user", "", "mailbox user name, usually the email address (prompted for if empty)")
 	level := fs.String("access", "", "narrow the token to read, organize or full (empty: what the gateway allows)")
 	send := fs.Bool("send", true, "allow sending mail with the token (-send=false forbids it)")
 	agent := fs.String("agent", "", "bind the token to this agent name (lower-case letters, digits, '.', '_', '-'; 1 to 40)")
+	approve := fs.String("approval", "", "make calls with the token ask a person first, besides the gateway's APPROVAL: send, destructive or all")
 	if code, stop := parse(fs, args); stop {
 		return code
 	}
@@ -222,6 +224,12 @@ agent (x-mailbox-agent, ?agent=) is refused.`, stderr)
 		return exitConfig
 	}
 	scope := access.Scope{NoSend: !*send}
+	ap, err := access.ParseApproval(*approve)
+	if err != nil {
+		fmt.Fprintln(stderr, "mailbox-mcp token: -approval:", err)
+		return exitConfig
+	}
+	scope.Approval = ap
 	if *level != "" {
 		l, err := access.Parse(*level)
 		if err != nil {

@@ -1,6 +1,7 @@
 // Package access owns the permission model: the three levels of change a
 // tool may make to a mailbox (read, organize, full), set by the operator
-// (MAILBOX_ACCESS) and narrowed per token, and whether a caller may send.
+// (MAILBOX_ACCESS) and narrowed per token, whether a caller may send, and
+// which changes a person must approve first (APPROVAL).
 // It decides nothing about tools; it only orders the levels and says what
 // a scope allows.
 package access
@@ -61,10 +62,15 @@ type Scope struct {
 	Level Level
 	// NoSend forbids sending mail with the token.
 	NoSend bool
+	// Approval is what a person must approve for calls with the token,
+	// besides what the operator's APPROVAL asks: a token can be stricter,
+	// never looser.
+	Approval Approval
 }
 
-// Narrowed reports whether the scope takes anything away.
-func (s Scope) Narrowed() bool { return s.Level != 0 || s.NoSend }
+// Narrowed reports whether the scope takes anything away (or asks for
+// more approval).
+func (s Scope) Narrowed() bool { return s.Level != 0 || s.NoSend || s.Approval != 0 }
 
 // Effective is the level a caller with scope s has under the operator's
 // level: the lower of the two.
@@ -84,8 +90,58 @@ func (s Scope) String() string {
 	if s.NoSend {
 		parts = append(parts, "no sending")
 	}
+	if s.Approval != 0 {
+		parts = append(parts, "approval "+s.Approval.String())
+	}
 	if len(parts) == 0 {
 		return "unrestricted"
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Approval is which kinds of change a person must approve before they
+// happen (APPROVAL, and stricter per token): a set of bits. The zero
+// Approval asks for nothing.
+type Approval uint8
+
+const (
+	// ApproveSend: every message that leaves (send, reply, forward, a
+	// draft sent).
+	ApproveSend Approval = 1 << iota
+	// ApproveDestructive: what cannot be undone or empties a folder
+	// (permanent deletion, deleting a folder, pruning agent mail).
+	ApproveDestructive
+	// ApproveAll is both.
+	ApproveAll = ApproveSend | ApproveDestructive
+)
+
+// ParseApproval reads a policy as the operator and the token tools take
+// it: off, send, destructive or all.
+func ParseApproval(s string) (Approval, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "off", "":
+		return 0, nil
+	case "send":
+		return ApproveSend, nil
+	case "destructive":
+		return ApproveDestructive, nil
+	case "all":
+		return ApproveAll, nil
+	}
+	return 0, fmt.Errorf("expected off, send, destructive or all, got %q", s)
+}
+
+func (a Approval) String() string {
+	switch a {
+	case 0:
+		return "off"
+	case ApproveSend:
+		return "send"
+	case ApproveDestructive:
+		return "destructive"
+	}
+	return "all"
+}
+
+// Covers reports whether a asks for approval of every kind in need.
+func (a Approval) Covers(need Approval) bool { return need != 0 && a&need == need }

@@ -36,36 +36,16 @@ type PrunedAgent struct {
 // is pruned; without one every agent's folder (the user tidying up).
 // IMAP's BEFORE compares days, so a message may stay up to a day longer.
 func (s *Service) Prune(ctx context.Context, creds credentials.Credentials, caller string, days int) (*Pruned, error) {
-	switch {
-	case days == 0:
-		days = DefaultPruneDays
-	case days < 1 || days > MaxPruneDays:
-		return nil, mailerr.Newf(mailerr.BadInput, "older_than_days must be between 1 and %d", MaxPruneDays)
-	}
-	names := []string{caller}
-	if caller == "" {
-		var err error
-		if names, err = s.Names(ctx, creds); err != nil {
-			return nil, err
-		}
-	} else if err := CheckName(caller); err != nil {
+	out, todo, err := s.prunable(ctx, creds, caller, days)
+	if err != nil {
 		return nil, err
 	}
-	out := &Pruned{Before: time.Now().AddDate(0, 0, -days).Truncate(24 * time.Hour), Folders: []PrunedAgent{}}
-	for _, name := range names {
-		folder, err := s.folderOf(ctx, creds, name)
-		if err != nil {
-			return nil, err
-		}
-		uids, err := s.mb.SeenBefore(ctx, creds, folder, out.Before)
-		if err != nil {
-			return nil, err
-		}
-		p := PrunedAgent{Agent: name, Folder: folder}
+	for i, uids := range todo {
+		p := &out.Folders[i]
 		for len(uids) > 0 {
 			chunk := uids[:min(len(uids), mailbox.MaxUIDs)]
 			uids = uids[len(chunk):]
-			t, err := s.mb.Trash(ctx, creds, folder, chunk, false)
+			t, err := s.mb.Trash(ctx, creds, p.Folder, chunk, false)
 			if err != nil {
 				return nil, err
 			}
@@ -73,7 +53,55 @@ func (s *Service) Prune(ctx context.Context, creds credentials.Credentials, call
 			p.Moved += len(t.Messages)
 		}
 		out.Moved += p.Moved
-		out.Folders = append(out.Folders, p)
 	}
 	return out, nil
+}
+
+// PrunePlan is what Prune would move, moving nothing: Moved counts the
+// messages it would take from each folder.
+func (s *Service) PrunePlan(ctx context.Context, creds credentials.Credentials, caller string, days int) (*Pruned, error) {
+	out, todo, err := s.prunable(ctx, creds, caller, days)
+	if err != nil {
+		return nil, err
+	}
+	for i, uids := range todo {
+		out.Folders[i].Moved = len(uids)
+		out.Moved += len(uids)
+	}
+	return out, nil
+}
+
+// prunable finds the folders Prune looks at and, for each, the UIDs it
+// would move.
+func (s *Service) prunable(ctx context.Context, creds credentials.Credentials, caller string, days int) (*Pruned, [][]uint32, error) {
+	switch {
+	case days == 0:
+		days = DefaultPruneDays
+	case days < 1 || days > MaxPruneDays:
+		return nil, nil, mailerr.Newf(mailerr.BadInput, "older_than_days must be between 1 and %d", MaxPruneDays)
+	}
+	names := []string{caller}
+	if caller == "" {
+		var err error
+		if names, err = s.Names(ctx, creds); err != nil {
+			return nil, nil, err
+		}
+	} else if err := CheckName(caller); err != nil {
+		return nil, nil, err
+	}
+	out := &Pruned{Before: time.Now().AddDate(0, 0, -days).Truncate(24 * time.Hour), Folders: []PrunedAgent{}}
+	var todo [][]uint32
+	for _, name := range names {
+		folder, err := s.folderOf(ctx, creds, name)
+		if err != nil {
+			return nil, nil, err
+		}
+		uids, err := s.mb.SeenBefore(ctx, creds, folder, out.Before)
+		if err != nil {
+			return nil, nil, err
+		}
+		out.Folders = append(out.Folders, PrunedAgent{Agent: name, Folder: folder})
+		todo = append(todo, uids)
+	}
+	return out, todo, nil
 }

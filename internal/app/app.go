@@ -17,7 +17,9 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/agents"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/buildinfo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
@@ -90,7 +92,8 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
-		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m}
+		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
+		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, nil), ApprovalTTL: cfg.ApprovalTTL}
 	var sub *submission.Client
 	if cfg.SMTPEnabled() {
 		smtpTLS, err := cfg.TLSConfig(cfg.SMTPHost)
@@ -167,8 +170,23 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		// Attachment download links (imap_get_attachment) and their base URL.
 		Attachments: download.New(sealer, mb, limits, log), PublicURL: cfg.PublicURL,
 		OAuth: signIn,
+		// The approval page is always there (a token may ask for approval
+		// when the operator does not); earlier-protocol clients get a
+		// session that says they can show forms only under APPROVAL.
+		Approval:  approval.NewPage(deps.Approvals, tools.Approver(deps, toolset), log),
+		Approvals: sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
 	}, tools.RPCErrors(streamable))
 	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m}, nil
+}
+
+// sessionsFor is what the HTTP layer needs for earlier-protocol clients
+// that can show forms: nothing when APPROVAL is off, so that the gateway
+// answers every initialize exactly as before.
+func sessionsFor(policy access.Approval, a *approval.Approvals) *approval.Approvals {
+	if policy == 0 {
+		return nil
+	}
+	return a
 }
 
 // PoolStats reports the IMAP connection pool's counters.

@@ -8,18 +8,21 @@ import (
 
 // Narrowing is what a token made from some credentials is asked to allow.
 // Zero values inherit: Level 0 keeps the credentials' level, Send nil
-// their sending, Agent "" their agent binding.
+// their sending, Agent "" their agent binding. Approval is added to what
+// the credentials already ask a person to approve (never taken away).
 type Narrowing struct {
-	Level access.Level
-	Send  *bool
-	Agent string
+	Level    access.Level
+	Send     *bool
+	Agent    string
+	Approval access.Approval
 }
 
 // Derive returns the credentials a token made from c may carry: never more
 // than c itself may do. A level above c's scope, sending that c may not do,
 // or an agent other than the one c is bound to is refused (not lowered in
-// silence, so that the caller knows what the token does); the expiry is
-// c's, so a token made from a sign-in dies with it. The operator's level
+// silence, so that the caller knows what the token does); the approval c
+// asks for stays (more may be added); the expiry is c's, so a token made
+// from a sign-in dies with it. The operator's level
 // (MAILBOX_ACCESS) is the caller's to check.
 //
 // c.Agent must be the agent c is bound to (a token's), not one a request
@@ -38,6 +41,7 @@ func (c Credentials) Derive(n Narrowing) (Credentials, error) {
 		}
 		out.Scope.NoSend = !*n.Send
 	}
+	out.Scope.Approval |= n.Approval
 	if n.Agent != "" {
 		if c.Agent != "" && n.Agent != c.Agent {
 			return Credentials{}, fmt.Errorf("the credentials this token would be made from act only as agent %s, so a token made from them cannot act as agent %s; no token was made", c.Agent, n.Agent)

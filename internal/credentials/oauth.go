@@ -30,7 +30,13 @@ const (
 	KindRefresh OAuthKind = "ort1." // refresh token
 	KindClient  OAuthKind = "ocl1." // dynamically registered client (its client_id)
 	KindForm    OAuthKind = "ocf1." // the sign-in page's anti-forgery token
-	maxOAuth              = 8 << 10
+	// Approval (internal/approval): the state of a tool call waiting for a
+	// person's answer in the client (MCP requestState), and the link to
+	// the approval page.
+	KindApprovalState   OAuthKind = "aps1."
+	KindApprovalLink    OAuthKind = "apl1."
+	KindApprovalSession OAuthKind = "apc1." // an MCP session id that says the client can show forms
+	maxOAuth                      = 8 << 10
 )
 
 // Errors an OAuth value can be refused with; none names the mailbox.

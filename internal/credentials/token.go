@@ -81,6 +81,9 @@ type payload struct {
 	// Exp is when the token stops opening (Unix seconds): set when it was
 	// made from credentials that expire (a sign-in grant). Version 2 only.
 	Exp int64 `json:"exp,omitempty"`
+	// Ap is the approval the token asks for besides the operator's
+	// ("send", "destructive", "all"). Version 2 only.
+	Ap string `json:"ap,omitempty"`
 }
 
 type sealKey struct {
@@ -157,6 +160,9 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 		if c.Scope.Level != 0 {
 			p.A = c.Scope.Level.String()
 		}
+		if c.Scope.Approval != 0 {
+			p.Ap = c.Scope.Approval.String()
+		}
 	}
 	if c.Agent != "" {
 		p.V, p.Ag = 2, c.Agent
@@ -228,7 +234,7 @@ func (s *Sealer) OpenAt(token string, now time.Time) (Credentials, error) {
 	}
 	defer clear(plain)
 	var p payload
-	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "" || p.Exp != 0)) || (p.K != "" && p.K != kindOAuth) {
+	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "" || p.Exp != 0 || p.Ap != "")) || (p.K != "" && p.K != kindOAuth) {
 		return Credentials{}, ErrVersion
 	}
 	c := New(p.U, p.P)
@@ -250,6 +256,13 @@ func (s *Sealer) OpenAt(token string, now time.Time) (Credentials, error) {
 		c.Agent = p.Ag
 		if p.Exp != 0 {
 			c.Expires = time.Unix(p.Exp, 0)
+		}
+		if p.Ap != "" {
+			ap, err := access.ParseApproval(p.Ap)
+			if err != nil || ap == 0 {
+				return Credentials{}, ErrVersion
+			}
+			c.Scope.Approval = ap
 		}
 	}
 	if !c.Valid() {

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/download"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
@@ -72,6 +73,12 @@ type Options struct {
 	// in-flight and client-address checks), Authorization: Bearer is
 	// accepted on /mcp and /v1/, and anonymous /mcp gets 401 (bearer.go).
 	OAuth OAuth
+	// Approvals, when set (APPROVAL is not off), lets clients of earlier
+	// protocols that can show forms be asked (elicit.go); Approval serves
+	// the approval page at approval.Prefix behind the Host, in-flight and
+	// client-address checks (the link carries its own credentials).
+	Approvals *approval.Approvals
+	Approval  http.Handler
 }
 
 // New returns the gateway's HTTP handler, with mcp (mcp-go's streamable
@@ -88,7 +95,7 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	api := http.NewServeMux()
 	base := func(next http.Handler) http.Handler { return withBase(opts.PublicURL, opts.TrustedProxies, next) }
-	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, false, withCredentials(withAgent(false, mcp)))))))
+	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, false, withCredentials(withAgent(false, withElicitSession(opts.Approvals, mcp))))))))
 	if opts.REST != nil {
 		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, true, withCredentials(withAgent(true, opts.REST))))))
 	}
@@ -103,6 +110,9 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	if opts.Attachments != nil {
 		mux.Handle(download.Prefix, guarded)
+	}
+	if opts.Approval != nil {
+		mux.Handle(approval.Prefix, limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(opts.TrustedProxies, http.MaxBytesHandler(opts.Approval, 16<<10)))))
 	}
 	if opts.OAuth != nil {
 		signIn := limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(opts.TrustedProxies, http.MaxBytesHandler(opts.OAuth, 64<<10))))

@@ -31,6 +31,8 @@ type SaveDraftOptions struct {
 	// ReplaceUID, when not 0, is an earlier draft in the Drafts folder that
 	// the new one replaces: removed once the new one is stored.
 	ReplaceUID uint32
+	// Keywords are stored on the draft besides \Draft and \Seen.
+	Keywords []string
 }
 
 // SavedDraft is where SaveDraft stored the draft.
@@ -64,7 +66,11 @@ func (c *Client) SaveDraft(ctx context.Context, creds credentials.Credentials, o
 				return err
 			}
 		}
-		uid, err := appendOne(cl, folder, o.Raw, draftFlags, o.Date)
+		flags := draftFlags
+		for _, k := range o.Keywords {
+			flags = append(flags[:len(flags):len(flags)], imap.Flag(k))
+		}
+		uid, err := appendOne(cl, folder, o.Raw, flags, o.Date)
 		if err != nil {
 			return err
 		}

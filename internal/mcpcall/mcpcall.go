@@ -7,6 +7,7 @@ package mcpcall
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -23,6 +24,12 @@ type Options struct {
 	Protocol    string            // MCP protocol version; "" for mcp-go's default
 	HTTPTimeout time.Duration     // per HTTP request; 0 means 60 s
 	ClientName  string            // clientInfo.name; "" means "mailbox-mcp-test"
+	// Elicit, when set, answers the server's forms (and declares the
+	// elicitation capability).
+	Elicit client.ElicitationHandler
+	// HTTPClient, when set, makes the requests (tests that watch or
+	// change them).
+	HTTPClient *http.Client
 }
 
 // Connect connects an mcp-go client to url over streamable HTTP and
@@ -34,13 +41,20 @@ func Connect(ctx context.Context, url string, o Options) (*client.Client, error)
 	if o.ClientName == "" {
 		o.ClientName = "mailbox-mcp-test"
 	}
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(o.Headers), transport.WithHTTPTimeout(o.HTTPTimeout))
+	topts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(o.Headers), transport.WithHTTPTimeout(o.HTTPTimeout)}
+	if o.HTTPClient != nil {
+		topts = append(topts, transport.WithHTTPBasicClient(o.HTTPClient))
+	}
+	tr, err := transport.NewStreamableHTTP(url, topts...)
 	if err != nil {
 		return nil, err
 	}
 	var opts []client.ClientOption
 	if o.Protocol != "" {
 		opts = append(opts, client.WithProtocolVersion(o.Protocol))
+	}
+	if o.Elicit != nil {
+		opts = append(opts, client.WithElicitationHandler(o.Elicit))
 	}
 	c := client.NewClient(tr, opts...)
 	if err := c.Start(ctx); err != nil {

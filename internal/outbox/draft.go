@@ -131,6 +131,9 @@ func (o *Outbox) SaveDraft(ctx context.Context, creds credentials.Credentials, m
 type DraftSend struct {
 	UID            uint32 // in the Drafts folder
 	IdempotencyKey string
+	// MessageID, when set, is the Message-ID the draft must have: the one
+	// a person approved (a draft changed since is not sent).
+	MessageID string
 }
 
 // SentDraft is what became of the draft a send took its message from.
@@ -155,10 +158,44 @@ func (o *Outbox) SendDraft(ctx context.Context, creds credentials.Credentials, s
 	if res, err := o.prior(ctx, creds, s.IdempotencyKey); res != nil || err != nil {
 		return res, err
 	}
+	p, err := o.PlanDraft(ctx, creds, s.UID)
+	if err != nil {
+		return nil, err
+	}
+	if s.MessageID != "" && p.draftMessageID != s.MessageID {
+		return nil, mailerr.Newf(mailerr.NotFound, "draft UID %d is not the message that was approved (it was changed or replaced); nothing was sent", s.UID).About(mailerr.SubjectMessage)
+	}
+	d := p.d
+	d.MessageID, d.SentCopy, d.Date = "", false, time.Time{}
+	res, err := o.deliver(ctx, creds, d, s.IdempotencyKey)
+	if err != nil || res.Duplicate {
+		return res, err
+	}
+	loaded := p.draft
+	res.Warnings = append(p.Warnings, res.Warnings...)
+	// The message went out: tidy up even if the caller has gone.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	res.Draft = &SentDraft{Folder: loaded.Folder, UID: loaded.UID}
+	if err := o.mailbox.DeleteDraft(actx, creds, loaded.DraftRef); err != nil {
+		o.log.WarnContext(ctx, "could not remove the sent draft", "err", err)
+		res.Draft.RemoveError = mailerr.Message(err)
+	} else {
+		res.Draft.Removed = true
+	}
+	if d.InReplyTo != "" {
+		res.Original = o.markAnsweredByID(actx, creds, "INBOX", d.InReplyTo)
+	}
+	return res, nil
+}
+
+// PlanDraft reads draft uid of the Drafts folder and composes it exactly
+// as SendDraft would send it, with the same checks, without sending.
+func (o *Outbox) PlanDraft(ctx context.Context, creds credentials.Credentials, uid uint32) (*Planned, error) {
 	if !o.CanSend() {
 		return nil, mailerr.New(mailerr.Forbidden, "sending is turned off on this gateway (no SMTP server is configured); nothing was sent")
 	}
-	loaded, err := o.mailbox.LoadDraft(ctx, creds, s.UID, o.cfg.MaxAttachmentBytes/3*4+draftSlack)
+	loaded, err := o.mailbox.LoadDraft(ctx, creds, uid, o.cfg.MaxAttachmentBytes/3*4+draftSlack)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +212,7 @@ func (o *Outbox) SendDraft(ctx context.Context, creds credentials.Credentials, s
 		return nil, err
 	}
 	if err := needBody(d.Text, d.HTML); err != nil {
-		return nil, mailerr.Newf(mailerr.BadInput, "draft UID %d has no text: a message needs a body; nothing was sent", s.UID)
+		return nil, mailerr.Newf(mailerr.BadInput, "draft UID %d has no text: a message needs a body; nothing was sent", uid)
 	}
 	var total int64
 	for _, a := range d.Attachments {
@@ -187,26 +224,11 @@ func (o *Outbox) SendDraft(ctx context.Context, creds credentials.Credentials, s
 	if d.Tags, err = mailmsg.CheckTags(d.Tags); err != nil {
 		return nil, err
 	}
-	d.MessageID, d.SentCopy, d.Date = "", false, time.Time{}
-	res, err := o.deliver(ctx, creds, d, s.IdempotencyKey)
-	if err != nil || res.Duplicate {
-		return res, err
+	planned, err := o.planned(d, p.Warnings)
+	if planned != nil {
+		planned.draft, planned.draftMessageID = loaded, p.MessageID
 	}
-	res.Warnings = append(p.Warnings, res.Warnings...)
-	// The message went out: tidy up even if the caller has gone.
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-	defer cancel()
-	res.Draft = &SentDraft{Folder: loaded.Folder, UID: loaded.UID}
-	if err := o.mailbox.DeleteDraft(actx, creds, loaded.DraftRef); err != nil {
-		o.log.WarnContext(ctx, "could not remove the sent draft", "err", err)
-		res.Draft.RemoveError = mailerr.Message(err)
-	} else {
-		res.Draft.Removed = true
-	}
-	if d.InReplyTo != "" {
-		res.Original = o.markAnsweredByID(actx, creds, "INBOX", d.InReplyTo)
-	}
-	return res, nil
+	return planned, err
 }
 
 // markAnsweredByID flags the message with Message-ID id in folder

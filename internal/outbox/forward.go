@@ -43,6 +43,22 @@ func (o *Outbox) Forward(ctx context.Context, creds credentials.Credentials, f F
 	if res, err := o.prior(ctx, creds, f.IdempotencyKey); res != nil || err != nil {
 		return res, err
 	}
+	p, err := o.PlanForward(ctx, creds, f)
+	if err != nil {
+		return nil, err
+	}
+	res, err := o.deliver(ctx, creds, p.d, f.IdempotencyKey)
+	if err != nil || res.Duplicate {
+		return res, err
+	}
+	res.Warnings = append(p.Warnings, res.Warnings...)
+	res.Forwarded = p.forwarded
+	return res, nil
+}
+
+// PlanForward composes f exactly as Forward would send it (reading the
+// original without changing it), without sending.
+func (o *Outbox) PlanForward(ctx context.Context, creds credentials.Credentials, f Forward) (*Planned, error) {
 	var d mailmsg.Draft
 	var err error
 	if d.From, err = o.sender(creds, f.From); err != nil {
@@ -91,13 +107,11 @@ func (o *Outbox) Forward(ctx context.Context, creds credentials.Credentials, f F
 	for _, file := range src.Files {
 		d.Attachments = append(d.Attachments, mailmsg.OutAttachment{Filename: file.Filename, ContentType: file.ContentType, Data: file.Data})
 	}
-	res, err := o.deliver(ctx, creds, d, f.IdempotencyKey)
-	if err != nil || res.Duplicate {
-		return res, err
+	p, err := o.planned(d, warnings)
+	if p != nil {
+		p.forwarded = &ForwardedFrom{Folder: m.Folder, UID: m.UID, MessageID: m.MessageID, Attachments: len(src.Files)}
 	}
-	res.Warnings = append(warnings, res.Warnings...)
-	res.Forwarded = &ForwardedFrom{Folder: m.Folder, UID: m.UID, MessageID: m.MessageID, Attachments: len(src.Files)}
-	return res, nil
+	return p, err
 }
 
 func mailAddresses(as []mailbox.Address) []mailmsg.Address {

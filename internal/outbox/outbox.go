@@ -202,6 +202,15 @@ func (o *Outbox) Send(ctx context.Context, creds credentials.Credentials, m Mess
 	if res, err := o.prior(ctx, creds, m.IdempotencyKey); res != nil || err != nil {
 		return res, err
 	}
+	p, err := o.PlanSend(ctx, creds, m)
+	if err != nil {
+		return nil, err
+	}
+	return o.deliver(ctx, creds, p.d, m.IdempotencyKey)
+}
+
+// PlanSend composes m exactly as Send would send it, without sending.
+func (o *Outbox) PlanSend(_ context.Context, creds credentials.Credentials, m Message) (*Planned, error) {
 	d, err := o.draft(creds, m.From, m.Subject, m.Text, m.HTML, m.Attachments)
 	if err != nil {
 		return nil, err
@@ -218,7 +227,7 @@ func (o *Outbox) Send(ctx context.Context, creds credentials.Credentials, m Mess
 			return nil, err
 		}
 	}
-	return o.deliver(ctx, creds, d, m.IdempotencyKey)
+	return o.planned(d, nil)
 }
 
 // Reply sends r: to the original's Reply-To (else its sender), with All
@@ -230,6 +239,33 @@ func (o *Outbox) Reply(ctx context.Context, creds credentials.Credentials, r Rep
 	if res, err := o.prior(ctx, creds, r.IdempotencyKey); res != nil || err != nil {
 		return res, err
 	}
+	p, err := o.PlanReply(ctx, creds, r)
+	if err != nil {
+		return nil, err
+	}
+	res, err := o.deliver(ctx, creds, p.d, r.IdempotencyKey)
+	if err != nil || res.Duplicate {
+		return res, err // a duplicate's original was flagged by the send that went out
+	}
+	orig := p.original
+	res.Warnings = append(p.Warnings, res.Warnings...)
+	res.Original = &Replied{Folder: orig.Folder, UID: orig.UID, MessageID: orig.MessageID}
+	// The reply went out: flag the original even if the caller has gone,
+	// within the call's deadline.
+	actx, cancel := detached(ctx)
+	defer cancel()
+	if err := o.mailbox.MarkAnswered(actx, creds, orig.Folder, orig.UID, orig.UIDValidity); err != nil {
+		o.log.WarnContext(ctx, "could not flag the original as answered", "err", err)
+		res.Original.AnsweredError = mailerr.Message(err)
+	} else {
+		res.Original.Answered = true
+	}
+	return res, nil
+}
+
+// PlanReply composes r exactly as Reply would send it (reading the
+// original without changing it), without sending.
+func (o *Outbox) PlanReply(ctx context.Context, creds credentials.Credentials, r Reply) (*Planned, error) {
 	d, err := o.draft(creds, r.From, "", r.Text, r.HTML, r.Attachments)
 	if err != nil {
 		return nil, err
@@ -256,23 +292,121 @@ func (o *Outbox) Reply(ctx context.Context, creds credentials.Credentials, r Rep
 	if len(d.To) == 0 && len(d.Cc) == 0 && len(d.Bcc) == 0 {
 		return nil, mailerr.New(mailerr.BadInput, "the original message names nobody to reply to (no valid Reply-To, From or recipients); send a new message with explicit recipients instead")
 	}
-	res, err := o.deliver(ctx, creds, d, r.IdempotencyKey)
-	if err != nil || res.Duplicate {
-		return res, err // a duplicate's original was flagged by the send that went out
+	p, err := o.planned(d, warnings)
+	if p != nil {
+		p.original = orig
 	}
-	res.Warnings = append(warnings, res.Warnings...)
-	res.Original = &Replied{Folder: orig.Folder, UID: orig.UID, MessageID: orig.MessageID}
-	// The reply went out: flag the original even if the caller has gone,
-	// within the call's deadline.
-	actx, cancel := detached(ctx)
-	defer cancel()
-	if err := o.mailbox.MarkAnswered(actx, creds, orig.Folder, orig.UID, orig.UIDValidity); err != nil {
-		o.log.WarnContext(ctx, "could not flag the original as answered", "err", err)
-		res.Original.AnsweredError = mailerr.Message(err)
-	} else {
-		res.Original.Answered = true
+	return p, err
+}
+
+// Planned is a message composed exactly as it would be sent, not sent:
+// what a person checks before approving it.
+type Planned struct {
+	d        mailmsg.Draft
+	Warnings []string
+	original *mailbox.Original // a reply's
+	// forwarded is a forward's original
+	forwarded *ForwardedFrom
+	// draft is the draft a draft send takes its message from, with its
+	// Message-ID
+	draft          *mailbox.LoadedDraft
+	draftMessageID string
+}
+
+// planned checks what every send checks before the SMTP server is asked
+// (sending on, recipients), so that a person is never asked to approve
+// what would be refused anyway.
+func (o *Outbox) planned(d mailmsg.Draft, warnings []string) (*Planned, error) {
+	if !o.CanSend() {
+		return nil, mailerr.New(mailerr.Forbidden, "sending is turned off on this gateway (no SMTP server is configured); nothing was sent")
 	}
-	return res, nil
+	switch n := len(d.Recipients()); {
+	case n == 0:
+		return nil, mailerr.New(mailerr.BadInput, "no recipients: give at least one address in to, cc or bcc")
+	case n > o.cfg.MaxRecipients:
+		return nil, mailerr.Newf(mailerr.BadInput, "too many recipients: %d, at most %d (To, Cc and Bcc together)", n, o.cfg.MaxRecipients)
+	}
+	return &Planned{d: d, Warnings: warnings}, nil
+}
+
+// Draft is the draft a planned draft send takes its message from, and
+// the draft's Message-ID (zero for other sends).
+func (p *Planned) Draft() (mailbox.DraftRef, string) {
+	if p.draft == nil {
+		return mailbox.DraftRef{}, ""
+	}
+	return p.draft.DraftRef, p.draftMessageID
+}
+
+// Summary is a planned message as a person reads it before it goes.
+type Summary struct {
+	From            string
+	To, Cc, Bcc     []string
+	ReplyTo         []string
+	Subject, Text   string
+	Attachments     []AttachmentInfo
+	InReplyTo       string // a reply's: the Message-ID answered
+	ForwardOf       string // a forward's: the original's subject
+	DraftUID        uint32 // a draft send's: the draft
+	DraftRemoveNote string
+}
+
+// AttachmentInfo names one file of a planned message.
+type AttachmentInfo struct {
+	Name string
+	Size int64
+}
+
+// Summary describes p for a person: every recipient, the subject, the
+// text (made from the HTML when there is none) and each file.
+func (p *Planned) Summary() Summary {
+	d := p.d
+	s := Summary{From: display(d.From), To: addrStrings(d.To), Cc: addrStrings(d.Cc), Bcc: addrStrings(d.Bcc),
+		ReplyTo: addrStrings(d.ReplyTo), Subject: d.Subject, Text: d.Text, InReplyTo: d.InReplyTo}
+	if strings.TrimSpace(s.Text) == "" && d.HTML != "" {
+		s.Text = mailmsg.HTMLToText(d.HTML)
+	}
+	for _, a := range d.Attachments {
+		s.Attachments = append(s.Attachments, AttachmentInfo{Name: a.Filename, Size: int64(len(a.Data))})
+	}
+	if p.draft != nil {
+		s.DraftUID = p.draft.UID
+	}
+	return s
+}
+
+// HeldKeyword marks a draft held for a person's approval: it is sent from
+// the approval page, not by mistake from a mail client.
+const HeldKeyword = "$MailboxAwaitingApproval"
+
+// Held is where a message waiting for approval is kept.
+type Held struct {
+	mailbox.DraftRef
+	MessageID string
+}
+
+// Hold saves p in the Drafts folder (\Draft, \Seen and HeldKeyword), to be
+// sent by SendDraft once a person approves it, or removed if they reject
+// it. The draft keeps the Bcc header, as every draft does.
+func (o *Outbox) Hold(ctx context.Context, creds credentials.Credentials, p *Planned) (*Held, error) {
+	d := p.d
+	d.Date = time.Now().Truncate(time.Second)
+	d.SentCopy = true
+	d.MessageID = ""
+	raw, id, err := mailmsg.Compose(d)
+	if err != nil {
+		return nil, err
+	}
+	saved, err := o.mailbox.SaveDraft(ctx, creds, mailbox.SaveDraftOptions{Raw: raw, MessageID: id, Date: d.Date, Keywords: []string{HeldKeyword}})
+	if err != nil {
+		return nil, err
+	}
+	return &Held{DraftRef: saved.DraftRef, MessageID: id}, nil
+}
+
+// Discard removes a held draft (its approval was refused).
+func (o *Outbox) Discard(ctx context.Context, creds credentials.Credentials, ref mailbox.DraftRef) error {
+	return o.mailbox.DeleteDraft(ctx, creds, ref)
 }
 
 // detached is ctx without its cancellation (the caller may have gone; the

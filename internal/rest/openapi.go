@@ -292,6 +292,15 @@ func (ep *endpoint) operation() (*operation, error) {
 			"text/plain":       mediaType{map[string]any{"type": "string"}},
 		},
 	}
+	for _, o := range outputs {
+		if p, _ := o["properties"].(map[string]any); p["approval"] != nil {
+			op.Responses["202"] = map[string]any{
+				"description": "Waiting for a person's approval (APPROVAL, or the token's): nothing has happened yet; the result holds only approval, with the link of the approval page to show them.",
+				"content":     map[string]any{"application/json": mediaType{result}, "text/plain": mediaType{map[string]any{"type": "string"}}},
+			}
+			break
+		}
+	}
 	for _, s := range errorStatuses {
 		if s.code == "503" {
 			op.Responses[s.code] = ref("responses", "Busy")

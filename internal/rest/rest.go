@@ -269,19 +269,25 @@ func (ep *endpoint) serve(w http.ResponseWriter, r *http.Request, params map[str
 		writeError(w, status, out.Kind.String(), out.Text)
 		return
 	}
+	status = http.StatusOK
+	if out.Waiting {
+		// Accepted, not done: a person approves it on the page first.
+		status = http.StatusAccepted
+	}
 	switch form {
 	case formatText:
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Cache-Control", "no-store")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(status)
 		io.WriteString(w, out.Text)
 	case formatBoth:
-		writeJSON(w, http.StatusOK, struct {
+		writeJSON(w, status, struct {
 			Result any    `json:"result"`
 			Text   string `json:"text"`
 		}{out.Structured, out.Text})
 	default:
-		writeJSON(w, http.StatusOK, out.Structured)
+		writeJSON(w, status, out.Structured)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/agents"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 )
 
 type agentPruneArgs struct {
@@ -30,6 +31,23 @@ var agentPrune = Def[agentPruneArgs, agents.Pruned]{
 		}
 		return orZero(c.Agents.Prune(ctx, c.Creds, me, a.OlderThanDays))
 	},
+	Approve: &Approve[agentPruneArgs]{Kind: access.ApproveDestructive,
+		Preview: func(ctx context.Context, c *Call, a agentPruneArgs) (approval.Preview, error) {
+			me, err := c.Agent()
+			if err != nil {
+				return approval.Preview{}, err
+			}
+			plan, err := c.Agents.PrunePlan(ctx, c.Creds, me, a.OlderThanDays)
+			if err != nil {
+				return approval.Preview{}, err
+			}
+			p := approval.Preview{Title: fmt.Sprintf("Move %s of agents to the Trash folder?", plural(plan.Moved, "read message")),
+				Fields: []approval.Field{{Name: "Read before", Value: plan.Before.Format("2 Jan 2006")}}}
+			for _, f := range plan.Folders {
+				p.Items = append(p.Items, fmt.Sprintf("%s (%s): %d", f.Agent, f.Folder, f.Moved))
+			}
+			return p, nil
+		}},
 	Text: func(r agents.Pruned) string {
 		var b strings.Builder
 		fmt.Fprintf(&b, "Moved %s read before %s", plural(r.Moved, "message"), r.Before.Format("2006-01-02"))

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 )
 
@@ -100,6 +101,13 @@ var sendDraft = Def[sendDraftArgs, SendResult]{
 		res, err := c.Outbox.SendDraft(ctx, c.Creds, outbox.DraftSend{UID: a.UID, IdempotencyKey: a.IdempotencyKey})
 		return valueOf(res), err
 	},
+	// The draft itself waits for the approval page: nothing new is held.
+	Approve: sending("Send this draft?", func(ctx context.Context, c *Call, a sendDraftArgs) (*outbox.Planned, error) {
+		return c.Outbox.PlanDraft(ctx, c.Creds, a.UID)
+	}, func(p *outbox.Planned) *approval.DraftRef {
+		ref, id := p.Draft()
+		return &approval.DraftRef{Folder: ref.Folder, UID: ref.UID, UIDValidity: ref.UIDValidity, MessageID: id}
+	}, func(a sendDraftArgs) string { return a.IdempotencyKey }),
 	Text:    sendText,
 	Example: map[string]any{"uid": 0},
 }

@@ -18,6 +18,7 @@ type encryptArgs struct {
 	Verify   *bool  `json:"verify" default:"true" desc:"Check the credentials with an IMAP login before sealing them (default true)."`
 	Access   string `json:"access" enum:"read,organize,full" desc:"Narrow the token to this access level: read, organize or full (at most what the gateway allows, and what the caller's own credentials allow when no user and password are given). Default: as much as that."`
 	Send     *bool  `json:"send" desc:"Allow sending mail with the token; false makes a token that cannot send. Default: as the credentials sealed allow (a sign-in or token that cannot send makes a token that cannot either)."`
+	Approval string `json:"approval" enum:"off,send,destructive,all" desc:"Make the token ask a person first, besides what the gateway's APPROVAL asks: send (every message that leaves), destructive (permanent deletion, deleting a folder, pruning agent mail) or all. A token can only ask for more approval than the credentials it is made from, never less. Default: as those credentials."`
 	Agent    string `json:"agent" max:"40" desc:"Bind the token to this agent name (lower-case letters, digits, '.', '_', '-'; 1 to 40): every call with it acts as that agent, with its own folder, and a request naming another agent is refused. Default: none (the x-mailbox-agent header or ?agent= names the agent per request), or the agent of the token being sealed again."`
 }
 
@@ -44,6 +45,7 @@ type EncryptResult struct {
 	Access   string `json:"access" desc:"the access level the token allows under this gateway: read, organize or full"`
 	Send     bool   `json:"send" desc:"whether the token may send mail (the gateway must have sending on too)"`
 	Agent    string `json:"agent,omitempty" desc:"the agent name the token is bound to, when it has one"`
+	Approval string `json:"approval,omitempty" desc:"what a person approves first for calls with the token (the gateway's APPROVAL and the token's together): send, destructive or all"`
 	Expires  string `json:"expires,omitempty" desc:"when the token stops working (RFC 3339), when it was made from a sign-in or a token that expires; absent: it lasts until the key or the password changes"`
 	KeyID    string `json:"key_id" desc:"identifier of the server key that sealed the token (8 hex characters)"`
 	Usage    string `json:"usage" desc:"how to use the token"`
@@ -69,6 +71,9 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 			return EncryptResult{}, err
 		}
 		want := credentials.Narrowing{Send: a.Send, Agent: a.Agent}
+		if want.Approval, err = access.ParseApproval(a.Approval); err != nil {
+			return EncryptResult{}, badArg("approval must be off, send, destructive or all (got %q)", a.Approval)
+		}
 		if a.Access != "" {
 			l, err := access.Parse(a.Access)
 			if err != nil {
@@ -101,6 +106,9 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 		}
 		r := EncryptResult{Token: token, User: creds.User, Verified: verify, KeyID: c.Sealer.KeyID(), Usage: tokenUsage,
 			Access: creds.Scope.Effective(c.operatorLevel()).String(), Send: !creds.Scope.NoSend, Agent: creds.Agent}
+		if ap := c.Approval | creds.Scope.Approval; ap != 0 {
+			r.Approval = ap.String()
+		}
 		if !creds.Expires.IsZero() {
 			r.Expires = creds.Expires.UTC().Format(time.RFC3339)
 		}
@@ -120,6 +128,9 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 		}
 		if r.Expires != "" {
 			send += ", expires " + r.Expires
+		}
+		if r.Approval != "" {
+			send += ", a person approves " + r.Approval
 		}
 		return fmt.Sprintf("Credentials for %s %s.\nToken (access %s, %s): %s\n\n%s", line(r.User), status, r.Access, send, r.Token, r.Usage)
 	},

@@ -5,7 +5,9 @@ import (
 	"fmt"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 )
 
 type createFolderArgs struct {
@@ -65,6 +67,22 @@ var deleteFolder = Def[deleteFolderArgs, mailbox.FolderChange]{
 	Run: func(ctx context.Context, c *Call, a deleteFolderArgs) (mailbox.FolderChange, error) {
 		return orZero(c.Mailbox.DeleteFolder(ctx, c.Creds, a.Folder))
 	},
+	Approve: &Approve[deleteFolderArgs]{Kind: access.ApproveDestructive,
+		Preview: func(ctx context.Context, c *Call, a deleteFolderArgs) (approval.Preview, error) {
+			folders, err := c.Mailbox.ListFolders(ctx, c.Creds)
+			if err != nil {
+				return approval.Preview{}, err
+			}
+			for _, f := range folders {
+				if f.Name == a.Folder {
+					return approval.Preview{Title: "Delete this folder and every message in it, for good?",
+						Fields: []approval.Field{{Name: "Folder", Value: f.Name},
+							{Name: "Messages", Value: fmt.Sprintf("%d (%d unread)", f.Total, f.Unread)}},
+						Warning: "This cannot be undone."}, nil
+				}
+			}
+			return approval.Preview{}, mailerr.Newf(mailerr.NotFound, "there is no folder %q", a.Folder).About(mailerr.SubjectFolder)
+		}},
 	Text: func(r mailbox.FolderChange) string {
 		switch {
 		case r.Messages != nil && *r.Messages == 0:

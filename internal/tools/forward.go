@@ -34,11 +34,18 @@ var forwardEmail = Def[forwardArgs, SendResult]{
 	// a second message.
 	OpenWorld: true, Sends: true,
 	Run: func(ctx context.Context, c *Call, a forwardArgs) (SendResult, error) {
-		include := a.IncludeAttachments == nil || *a.IncludeAttachments
-		res, err := c.Outbox.Forward(ctx, c.Creds, outbox.Forward{Folder: a.Folder, UID: a.UID, From: a.From,
-			To: a.To, Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, IncludeAttachments: include, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey})
+		res, err := c.Outbox.Forward(ctx, c.Creds, a.forward())
 		return valueOf(res), err
 	},
+	Approve: sending("Forward this email?", func(ctx context.Context, c *Call, a forwardArgs) (*outbox.Planned, error) {
+		return c.Outbox.PlanForward(ctx, c.Creds, a.forward())
+	}, nil, func(a forwardArgs) string { return a.IdempotencyKey }),
 	Text:    sendText,
 	Example: map[string]any{"folder": "INBOX", "uid": 0, "to": []any{"Bob <bob@demo.test>"}, "text": "FYI, see below."},
+}
+
+func (a forwardArgs) forward() outbox.Forward {
+	include := a.IncludeAttachments == nil || *a.IncludeAttachments
+	return outbox.Forward{Folder: a.Folder, UID: a.UID, From: a.From,
+		To: a.To, Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, IncludeAttachments: include, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey}
 }

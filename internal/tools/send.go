@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
@@ -66,14 +68,20 @@ var sendEmail = Def[sendArgs, SendResult]{
 	// idempotent (a second call sends a second message), open world.
 	OpenWorld: true, Sends: true,
 	Run: func(ctx context.Context, c *Call, a sendArgs) (SendResult, error) {
-		atts, err := decodeAttachments(c.Outbox.AttachmentLimit(), a.Attachments)
+		m, err := a.message(c)
 		if err != nil {
 			return SendResult{}, err
 		}
-		res, err := c.Outbox.Send(ctx, c.Creds, outbox.Message{From: a.From, To: a.To, Cc: a.Cc, Bcc: a.Bcc, ReplyTo: a.ReplyTo,
-			Subject: a.Subject, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey})
+		res, err := c.Outbox.Send(ctx, c.Creds, m)
 		return valueOf(res), err
 	},
+	Approve: sending("Send this email?", func(ctx context.Context, c *Call, a sendArgs) (*outbox.Planned, error) {
+		m, err := a.message(c)
+		if err != nil {
+			return nil, err
+		}
+		return c.Outbox.PlanSend(ctx, c.Creds, m)
+	}, nil, func(a sendArgs) string { return a.IdempotencyKey }),
 	Text: sendText,
 	Example: map[string]any{"to": []any{"Bob <bob@demo.test>"}, "subject": "Quarterly report",
 		"text":        "Hi Bob,\n\nthe report is attached.\n\nAlice",
@@ -90,16 +98,64 @@ var replyEmail = Def[replyArgs, SendResult]{
 	},
 	OpenWorld: true, Sends: true,
 	Run: func(ctx context.Context, c *Call, a replyArgs) (SendResult, error) {
-		atts, err := decodeAttachments(c.Outbox.AttachmentLimit(), a.Attachments)
+		r, err := a.reply(c)
 		if err != nil {
 			return SendResult{}, err
 		}
-		res, err := c.Outbox.Reply(ctx, c.Creds, outbox.Reply{Folder: a.Folder, UID: a.UID, All: a.ReplyAll, From: a.From,
-			Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey})
+		res, err := c.Outbox.Reply(ctx, c.Creds, r)
 		return valueOf(res), err
 	},
+	Approve: sending("Send this reply?", func(ctx context.Context, c *Call, a replyArgs) (*outbox.Planned, error) {
+		r, err := a.reply(c)
+		if err != nil {
+			return nil, err
+		}
+		return c.Outbox.PlanReply(ctx, c.Creds, r)
+	}, nil, func(a replyArgs) string { return a.IdempotencyKey }),
 	Text:    sendText,
 	Example: map[string]any{"folder": "INBOX", "uid": 0, "text": "Thanks, the parcel arrived today."},
+}
+
+func (a sendArgs) message(c *Call) (outbox.Message, error) {
+	atts, err := decodeAttachments(c.Outbox.AttachmentLimit(), a.Attachments)
+	return outbox.Message{From: a.From, To: a.To, Cc: a.Cc, Bcc: a.Bcc, ReplyTo: a.ReplyTo,
+		Subject: a.Subject, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey}, err
+}
+
+func (a replyArgs) reply(c *Call) (outbox.Reply, error) {
+	atts, err := decodeAttachments(c.Outbox.AttachmentLimit(), a.Attachments)
+	return outbox.Reply{Folder: a.Folder, UID: a.UID, All: a.ReplyAll, From: a.From,
+		Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey}, err
+}
+
+// sending is the Approve of a tool that sends: the person sees the
+// message exactly as plan composes it (what the tool would send), and the
+// approval page waits on it held as a draft (or, with hold, on the draft
+// hold names).
+func sending[A any](title string, plan func(ctx context.Context, c *Call, a A) (*outbox.Planned, error),
+	hold func(p *outbox.Planned) *approval.DraftRef, key func(A) string) *Approve[A] {
+	return &Approve[A]{Kind: access.ApproveSend, Key: key,
+		Preview: func(ctx context.Context, c *Call, a A) (approval.Preview, error) {
+			p, err := plan(ctx, c, a)
+			if err != nil {
+				return approval.Preview{}, err
+			}
+			return messagePreview(title, p.Summary()), nil
+		},
+		Hold: func(ctx context.Context, c *Call, a A) (*approval.DraftRef, error) {
+			p, err := plan(ctx, c, a)
+			if err != nil {
+				return nil, err
+			}
+			if hold != nil {
+				return hold(p), nil
+			}
+			h, err := c.Outbox.Hold(ctx, c.Creds, p)
+			if err != nil {
+				return nil, err
+			}
+			return &approval.DraftRef{Folder: h.Folder, UID: h.UID, UIDValidity: h.UIDValidity, MessageID: h.MessageID}, nil
+		}}
 }
 
 // idempotencyDescription tells every sending tool's reader about

@@ -27,6 +27,7 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/agents"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
@@ -66,6 +67,13 @@ type Deps struct {
 	MaxInlineAttachment int64
 	// Metrics counts calls by tool and outcome and times them (nil: none).
 	Metrics *metrics.Metrics
+	// Approval is what a person must approve first (APPROVAL); a token
+	// can add to it. Approvals seals and checks the states and links that
+	// carry a call while it waits (nil: approval is off, whatever the
+	// policy says). ApprovalTTL is an approval link's lifetime.
+	Approval    access.Approval
+	Approvals   *approval.Approvals
+	ApprovalTTL time.Duration
 }
 
 // operatorLevel is the most any caller may do here.
@@ -124,6 +132,9 @@ type Def[A, R any] struct {
 	// Timeout, when set, is the call's deadline instead of TOOL_TIMEOUT
 	// (a long poll waits longer than any other call).
 	Timeout func(d *Deps, args A) time.Duration
+	// Approve, when set, makes the tool ask a person first under the
+	// APPROVAL policy (approve.go).
+	Approve *Approve[A]
 }
 
 // Call is what Run gets besides its arguments: the dependencies and the
@@ -191,7 +202,10 @@ type Tool struct {
 	Sends   bool
 	Example map[string]any
 	own     bool
-	invoke  func(ctx context.Context, raw any, progress ProgressFunc) Outcome
+	invoke  func(ctx context.Context, raw any, progress ProgressFunc, in *Input) Outcome
+	// preview shows what an approval link's call will do (nil: the tool
+	// never asks).
+	preview func(ctx context.Context, creds credentials.Credentials, raw map[string]any) (approval.Preview, error)
 }
 
 // definition is what the catalog holds: a Def of any argument and result
@@ -206,19 +220,26 @@ func (t Def[A, R]) enabled(d *Deps) bool {
 }
 
 func (t Def[A, R]) bind(d *Deps) Tool {
-	invoke := func(ctx context.Context, raw any, progress ProgressFunc) Outcome {
-		return t.invoke(ctx, d, raw, progress)
+	invoke := func(ctx context.Context, raw any, progress ProgressFunc, in *Input) Outcome {
+		return t.invoke(ctx, d, raw, progress, in)
 	}
-	return Tool{Def: t.spec(d), Access: t.Access, Example: t.Example, Sends: t.Sends, own: t.OwnCredentials, invoke: invoke,
+	tool := Tool{Def: t.spec(d), Access: t.Access, Example: t.Example, Sends: t.Sends, own: t.OwnCredentials, invoke: invoke,
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			o := invoke(ctx, req.Params.Arguments, mcpProgress(ctx, req))
-			if o.Failed {
+			o := invoke(ctx, req.Params.Arguments, mcpProgress(ctx, req), mcpInput(ctx, req))
+			switch {
+			case o.Failed:
 				return mcp.NewToolResultError(o.Text), nil
+			case o.Ask != nil:
+				return o.Ask.toolResult(), nil
 			}
 			res := mcp.NewToolResultStructured(o.Structured, o.Text)
 			res.Content = append(res.Content, o.Content...)
 			return res, nil
 		}}
+	if t.Approve != nil {
+		tool.preview = t.previewLink(d)
+	}
+	return tool
 }
 
 // Outcome is one call's result as the adapter made it, for any front end
@@ -231,6 +252,12 @@ type Outcome struct {
 	Content []mcp.Content
 	Failed  bool
 	Kind    mailerr.Kind
+	// Ask, when set, is the form the client must show its user before the
+	// call can go on (an MCP input_required result).
+	Ask *Ask
+	// Waiting says the call waits on the approval page (Structured holds
+	// the Pending under "approval"): nothing has happened yet.
+	Waiting bool
 }
 
 // outcome is the call's outcome for metrics: "ok" or the error kind.
@@ -244,7 +271,7 @@ func (o Outcome) outcome() string {
 // Invoke calls the tool with raw arguments (a JSON object as decoded by
 // encoding/json) through the same adapter as MCP. progress may be nil.
 func (t Tool) Invoke(ctx context.Context, raw any, progress ProgressFunc) Outcome {
-	return t.invoke(ctx, raw, progress)
+	return t.invoke(ctx, raw, progress, nil)
 }
 
 // ProgressFunc reports that a long call is still under way (MCP progress
@@ -289,6 +316,15 @@ func (t Def[A, R]) spec(d *Deps) mcp.Tool {
 	if t.Describe != nil {
 		desc = t.Describe(d)
 	}
+	if t.Approve != nil {
+		// The result is either R, or only "approval" while a person has
+		// not answered yet.
+		out.Required = nil
+		out.Properties["approval"] = schemaOf(reflect.TypeFor[Pending](), false)
+		out.Properties["approval"].Description = "present instead of the other fields when the call waits for a person's approval on the approval page"
+		out.order = append(out.order, "approval")
+		desc += t.Approve.describe(d)
+	}
 	tool := mcp.NewTool(t.Name, mcp.WithDescription(desc), mcp.WithToolAnnotation(mcp.ToolAnnotation{
 		Title: t.Title, ReadOnlyHint: ptr(t.ReadOnly), DestructiveHint: ptr(t.Destructive),
 		IdempotentHint: ptr(t.Idempotent), OpenWorldHint: ptr(t.OpenWorld),
@@ -310,7 +346,7 @@ type limitKey struct{}
 var errCallTimeout = errors.New("tool call timeout")
 
 // invoke is the one handler of every tool.
-func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress ProgressFunc) (out Outcome) {
+func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress ProgressFunc, in *Input) (out Outcome) {
 	rec := reqlog.FromContext(ctx)
 	rec.SetTool(t.Name)
 	// Runs last, after the panic recovery below has set out.
@@ -352,6 +388,14 @@ func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress Progre
 	call := &Call{Deps: d, Creds: creds, Progress: progress, Limit: limit, tool: t.Name}
 	if call.Progress == nil {
 		call.Progress = func(float64, float64, string) {}
+	}
+	if t.Approve != nil {
+		// A person approves first, when the policy asks: the call stops
+		// here with a form for the client or a link, and goes on only
+		// with their yes.
+		if o, stop := t.approve(ctx, call, args, raw, in); stop {
+			return o
+		}
 	}
 	r, err := t.Run(ctx, call, args)
 	if err != nil {

@@ -1,11 +1,14 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 )
 
 type trashArgs struct {
@@ -32,6 +35,30 @@ var trashEmails = Def[trashArgs, mailbox.Trashed]{
 		}
 		return orZero(c.Mailbox.Trash(ctx, c.Creds, a.Folder, a.UIDs, a.Permanent))
 	},
+	// Only a deletion for good asks; to the Trash can be undone.
+	Approve: &Approve[trashArgs]{Kind: access.ApproveDestructive, When: func(a trashArgs) bool { return a.Permanent },
+		Preview: func(ctx context.Context, c *Call, a trashArgs) (approval.Preview, error) {
+			if err := c.Require(access.Full, "permanent deletion (permanent: true)"); err != nil {
+				return approval.Preview{}, err
+			}
+			msgs, err := c.Mailbox.Summaries(ctx, c.Creds, a.Folder, a.UIDs)
+			if err != nil {
+				return approval.Preview{}, err
+			}
+			if len(msgs) != len(a.UIDs) {
+				return approval.Preview{}, mailerr.Newf(mailerr.NotFound, "%d of the %d UIDs are not in the folder; nothing was changed", len(a.UIDs)-len(msgs), len(a.UIDs)).About(mailerr.SubjectMessage)
+			}
+			p := approval.Preview{Title: fmt.Sprintf("Delete %s for good?", plural(len(msgs), "message")),
+				Fields: []approval.Field{{Name: "Folder", Value: cmp.Or(a.Folder, "INBOX")}}, Warning: "This cannot be undone."}
+			for _, m := range msgs {
+				from := ""
+				if m.From != nil {
+					from = cmp.Or(m.From.Name, m.From.Email) + ": "
+				}
+				p.Items = append(p.Items, fmt.Sprintf("%s%s (%s)", from, m.Subject, m.Date.Format("2 Jan 2006")))
+			}
+			return p, nil
+		}},
 	Text: func(r mailbox.Trashed) string {
 		if r.Permanent {
 			return fmt.Sprintf("Deleted %s from %s for good.\n", plural(len(r.Messages), "message"), line(r.Folder))

@@ -1,0 +1,93 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
+)
+
+const headerSessionID = "Mcp-Session-Id"
+
+// withElicitSession remembers, without storing anything, that a client of
+// a protocol before 2026-07-28 declared in initialize that it can show
+// its user a form (approval/session.go): such an initialize is answered
+// with a sealed Mcp-Session-Id bound to the caller's account, and a later
+// request carrying it (from the same account) is marked as able to ask.
+// Any other Mcp-Session-Id is dropped before mcp-go sees it, so that no
+// one can make a request share another client's session. With approvals
+// nil (approval off) it changes nothing but the dropping.
+func withElicitSession(a *approval.Approvals, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(headerSessionID)
+		if id != "" {
+			account := ""
+			if a != nil {
+				account = a.Account(r.Context())
+			}
+			if a != nil && approval.IsSession(id) && a.OpenSession(id, account) {
+				r = r.WithContext(approval.WithElicit(r.Context()))
+			} else {
+				r.Header.Del(headerSessionID)
+			}
+		}
+		if a != nil && id == "" && initializeWithElicitation(r) {
+			if account := a.Account(r.Context()); account != "" {
+				if sid, err := a.NewSession(account); err == nil {
+					w = &sessionWriter{ResponseWriter: w, id: sid}
+				}
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// initializeWithElicitation reports whether r's body (buffered by
+// readBody) is an initialize request whose client declares elicitation.
+func initializeWithElicitation(r *http.Request) bool {
+	b, ok := r.Body.(*bytesBody)
+	if !ok {
+		return false
+	}
+	var msg struct {
+		Method string `json:"method"`
+		Params struct {
+			Capabilities struct {
+				Elicitation *json.RawMessage `json:"elicitation"`
+			} `json:"capabilities"`
+		} `json:"params"`
+	}
+	return json.Unmarshal(b.b, &msg) == nil && msg.Method == "initialize" && msg.Params.Capabilities.Elicitation != nil
+}
+
+// sessionWriter adds the session id to a successful answer.
+type sessionWriter struct {
+	http.ResponseWriter
+	id    string
+	wrote bool
+}
+
+func (w *sessionWriter) WriteHeader(code int) {
+	if !w.wrote {
+		w.wrote = true
+		if code == http.StatusOK {
+			w.Header().Set(headerSessionID, w.id)
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *sessionWriter) Write(b []byte) (int, error) {
+	if !w.wrote {
+		w.WriteHeader(http.StatusOK)
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *sessionWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *sessionWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
