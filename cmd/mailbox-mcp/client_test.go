@@ -10,10 +10,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -273,4 +275,84 @@ func TestCLIParseInterleaved(t *testing.T) {
 	if err != nil || !slices.Equal(pos, []string{"42", "-7"}) || *folder != "Sent" || !*asJSON {
 		t.Fatalf("positional %v, folder %q, json %v, err %v", pos, *folder, *asJSON, err)
 	}
+}
+
+// TestCLIApproval: under APPROVAL=send, a send from a script (no
+// terminal) prints the approval link and exits 5, sending nothing; on a
+// terminal (a pseudo-terminal made by script(1)) the CLI shows what will
+// be sent and asks: y sends (exit 0), n rejects (exit 1, nothing sent).
+func TestCLIApproval(t *testing.T) {
+	scriptCmd, err := exec.LookPath("script")
+	if err != nil {
+		t.Skip("no script(1) to make a terminal (util-linux)")
+	}
+	d := startDemo(t, "ENCRYPTION_KEY="+key, "APPROVAL=send")
+	alice, bob := d.users[0], d.users[1]
+	aliceEnv := []string{"MAILBOX_URL=" + d.url, "IMAP_USER=" + alice.Address, "IMAP_PASS=" + alice.Password}
+	bobEnv := []string{"MAILBOX_URL=" + d.url, "IMAP_USER=" + bob.Address, "IMAP_PASS=" + bob.Password}
+	received := func(subject string) bool {
+		return runCLI(t, bobEnv, "", "list", "--subject", subject).code == exitFound
+	}
+	subject := fmt.Sprint("cli approval ", time.Now().UnixNano())
+	r := runCLI(t, aliceEnv, "", "send", "--to", bob.Address, "--subject", subject, "--text", "hello").want(t, exitApproval)
+	if !strings.Contains(r.stdout, "/approve/apl1.") || received(subject) {
+		t.Fatalf("without a terminal: %q (received %v)", r.stdout, received(subject))
+	}
+	onTerminal := func(answer, subject string) cliRun {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		line := fmt.Sprintf("%q send --to %q --subject %q --text hello", os.Args[0], bob.Address, subject)
+		cmd := exec.CommandContext(ctx, scriptCmd, "-q", "-e", "-c", line, "/dev/null")
+		cmd.Env = append([]string{"MAILBOX_MCP_MAIN=1", "PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "TERM=dumb"}, aliceEnv...)
+		// The answer comes once the question is on the terminal.
+		pr, pw := io.Pipe()
+		cmd.Stdin = pr
+		out := &syncBuilder{}
+		cmd.Stdout, cmd.Stderr = out, out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for i := 0; i < 200 && !strings.Contains(out.String(), "Approve?"); i++ {
+				time.Sleep(50 * time.Millisecond)
+			}
+			io.WriteString(pw, answer+"\n")
+			pw.Close() // (Wait waits for the end of standard input)
+		}()
+		err := cmd.Wait()
+		res := cliRun{stdout: out.String()}
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			res.code = ee.ExitCode()
+		}
+		return res
+	}
+	yes := fmt.Sprint("cli approved ", time.Now().UnixNano())
+	r = onTerminal("y", yes)
+	if r.code != exitFound || !strings.Contains(r.stdout, "To") || !strings.Contains(r.stdout, bob.Address) || !strings.Contains(r.stdout, "Sent") || !received(yes) {
+		t.Fatalf("approved on the terminal: %d %q (received %v)", r.code, r.stdout, received(yes))
+	}
+	no := fmt.Sprint("cli rejected ", time.Now().UnixNano())
+	r = onTerminal("n", no)
+	if r.code != exitNothing || !strings.Contains(r.stdout, "Rejected") || received(no) {
+		t.Fatalf("rejected on the terminal: %d %q (received %v)", r.code, r.stdout, received(no))
+	}
+}
+
+// syncBuilder is a strings.Builder safe for a writer and a reader at once.
+type syncBuilder struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuilder) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuilder) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
