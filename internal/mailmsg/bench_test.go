@@ -153,3 +153,23 @@ func BenchmarkHTMLToText(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHTMLToTextOld is BenchmarkHTMLToText on the converter issue 28
+// replaced (oldconv_test.go), to compare the two under the same load.
+func BenchmarkHTMLToTextOld(b *testing.B) {
+	for _, doc := range []struct {
+		name string
+		make func(int) string
+	}{{"newsletter", newsletterHTML}, {"simple", benchHTML}} {
+		for _, size := range []int{100 << 10, 1 << 20} {
+			html := doc.make(size)
+			b.Run(fmt.Sprintf("%s-%dKB", doc.name, size>>10), func(b *testing.B) {
+				b.SetBytes(int64(len(html)))
+				b.ReportAllocs()
+				for b.Loop() {
+					_ = oldHTMLToText(html)
+				}
+			})
+		}
+	}
+}

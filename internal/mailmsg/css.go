@@ -218,6 +218,7 @@ type visState struct {
 	opacity   float64 // the product of the ancestors' opacities
 	color     rgba    // the text colour; a == -1 unknown
 	bg        rgba    // the opaque background behind the text; a == -1 unknown
+	unread    bool    // unreadable(), kept up to date by inherit
 }
 
 // rootState is what the document starts with: black text on the white page
@@ -225,7 +226,7 @@ type visState struct {
 var rootState = visState{opacity: 1, color: rgba{0, 0, 0, 1}, bg: rgba{1, 1, 1, 1}}
 
 func (v visState) hidden() bool {
-	return v.drop || v.fontZero || v.visHidden || v.opacity < minOpacity || v.unreadable()
+	return v.drop || v.fontZero || v.visHidden || v.opacity < minOpacity || v.unread
 }
 
 // unreadable reports whether the text colour is too close to the background
@@ -265,6 +266,9 @@ func inherit(parent visState, own ownStyle) visState {
 		st.bg = over(own.bg, st.bg)
 	case own.bg.a > 0:
 		st.bg = rgba{a: -1} // translucent over something unknown
+	}
+	if own.color.a >= 0 || own.bg.a != -1 {
+		st.unread = st.unreadable()
 	}
 	return st
 }
@@ -533,14 +537,31 @@ func contrast(x, y rgba) float64 {
 }
 
 func luminance(c rgba) float64 {
-	lin := func(v float64) float64 {
-		if v <= 0.04045 {
-			return v / 12.92
-		}
-		return math.Pow((v+0.055)/1.055, 2.4)
-	}
-	return 0.2126*lin(c.r) + 0.7152*lin(c.g) + 0.0722*lin(c.b)
+	return 0.2126*linear(c.r) + 0.7152*linear(c.g) + 0.0722*linear(c.b)
 }
+
+// linear turns an sRGB component into linear light.
+func linear(v float64) float64 {
+	if n := v * 255; n == math.Trunc(n) && n >= 0 && n <= 255 {
+		return linearTable[int(n)]
+	}
+	return linearOf(v)
+}
+
+func linearOf(v float64) float64 {
+	if v <= 0.04045 {
+		return v / 12.92
+	}
+	return math.Pow((v+0.055)/1.055, 2.4)
+}
+
+// linearTable holds linear for the 8-bit components most colours have.
+var linearTable = func() (t [256]float64) {
+	for i := range t {
+		t[i] = linearOf(float64(i) / 255)
+	}
+	return t
+}()
 
 // parseColor reads a CSS colour: #rgb, #rgba, #rrggbb, #rrggbbaa, rgb(),
 // rgba(), hsl(), hsla() (comma or space syntax, with percentages and "/

@@ -323,8 +323,9 @@ type renderer struct {
 	linkHref string
 	linkText strings.Builder
 
-	m       *matcher // nil without style rules
-	declBuf []propDecl
+	m          *matcher // nil without style rules
+	next       int32    // the index in m.elems of the next element
+	styleCache map[string][]propDecl
 
 	keepHidden bool
 	hid        strings.Builder // the hidden text
@@ -381,7 +382,10 @@ func (r *renderer) walk(n *html.Node, st visState, run *hiddenRun, closedDetails
 }
 
 func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
+	e := r.next // its index in the matcher's list
+	r.next++
 	if skipped(n) {
+		r.skipSubtree(e)
 		return
 	}
 	name := n.Data
@@ -400,7 +404,7 @@ func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
 	a := attrsOf(n)
 	var own ownStyle
 	if !st.drop {
-		own = r.styleFor(n, name, &a)
+		own = r.styleFor(e, n, name, &a)
 	} else {
 		own = ownStyle{drop: true, opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
 	}
@@ -416,17 +420,25 @@ func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
 	if cst.drop {
 		// Nothing inside can show: only its text is collected.
 		r.dropped(n, crun)
+		r.skipSubtree(e)
 		return
 	}
 	r.openOutput(name, &a)
 	if r.m != nil {
-		r.m.enter(n)
+		r.m.enter(e)
 	}
 	r.walk(n, cst, crun, name == "details" && !a.open)
 	if r.m != nil {
-		r.m.leave(n)
+		r.m.leave(e)
 	}
 	r.closeOutput(name)
+}
+
+// skipSubtree moves the element count past the subtree of element e.
+func (r *renderer) skipSubtree(e int32) {
+	if r.m != nil && int(e) < len(r.m.elems) {
+		r.next = e + r.m.elems[e].subtree
+	}
 }
 
 // dropped collects the text of an element nothing of which shows.
@@ -449,7 +461,7 @@ func (r *renderer) dropped(n *html.Node, run *hiddenRun) {
 
 // styleFor computes what an element's own attributes and the style sheet
 // say about its visibility.
-func (r *renderer) styleFor(n *html.Node, name string, a *elemAttrs) ownStyle {
+func (r *renderer) styleFor(e int32, n *html.Node, name string, a *elemAttrs) ownStyle {
 	if r.m == nil && a.style == "" && !a.hidden && a.color == "" && a.bgcolor == "" && a.background == "" {
 		o := ownStyle{opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
 		if name == "a" && a.href {
@@ -459,14 +471,31 @@ func (r *renderer) styleFor(n *html.Node, name string, a *elemAttrs) ownStyle {
 	}
 	var p cssProps
 	if r.m != nil {
-		r.m.cascade(&p, n)
+		r.m.cascade(&p, e, n)
 	}
 	if a.style != "" {
-		r.declBuf = parseDecls(r.declBuf[:0], stripCSSComments(a.style), inlineSpec, inlineOrder)
-		p.apply(r.declBuf)
+		p.apply(r.inlineDecls(a.style))
 	}
 	return styleOf(&p, name, a)
 }
+
+// inlineDecls parses a style attribute. Mail repeats the same few style
+// attributes on many elements, so up to maxStyleCache of them are kept.
+func (r *renderer) inlineDecls(style string) []propDecl {
+	if d, ok := r.styleCache[style]; ok {
+		return d
+	}
+	d := parseDecls(nil, stripCSSComments(style), inlineSpec, inlineOrder)
+	if len(r.styleCache) < maxStyleCache && len(style) <= 1024 {
+		if r.styleCache == nil {
+			r.styleCache = map[string][]propDecl{}
+		}
+		r.styleCache[style] = d
+	}
+	return d
+}
+
+const maxStyleCache = 1024
 
 // startHidden begins a new stretch of hidden text on its own line.
 func (r *renderer) startHidden() {

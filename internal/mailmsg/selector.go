@@ -49,8 +49,9 @@ type compiledSel struct {
 	cost      []uint8        // per compound: costSiblings, costChildren, costSubtree flags
 	ancestors []int32        // keys that ancestors of the subject must carry
 	spec      int32
-	rule      int32 // index into styleSheet.rules
-	idx       int32 // index into styleSheet.sels
+	rule      int32     // index into styleSheet.rules
+	idx       int32     // index into styleSheet.sels
+	memo      [][]uint8 // per kind of question and compound, per element: memoUnknown, memoNo, memoYes
 }
 
 const (
@@ -70,9 +71,9 @@ type cssKey struct {
 type styleSheet struct {
 	rules   []cssRule
 	sels    []compiledSel
-	byKey   map[cssKey][]int32 // selectors by their subject's key
-	keyID   map[cssKey]int32   // keys that selectors need on ancestors or subjects
-	approx  map[cssKey][]propDecl
+	byID    [][]int32        // selectors by their subject's key id
+	keyID   map[cssKey]int32 // keys that selectors need on ancestors or subjects; '*' is 0
+	approx  [][]propDecl     // per key id, when the budget is spent
 	quirks  bool
 	hasKeys bool
 }
@@ -81,7 +82,7 @@ type styleSheet struct {
 // quirks says the document is in quirks mode, where class and id selectors
 // match without regard to ASCII case.
 func newStyleSheet(rules []cssRule, quirks bool) *styleSheet {
-	sh := &styleSheet{rules: rules, byKey: map[cssKey][]int32{}, keyID: map[cssKey]int32{}, quirks: quirks}
+	sh := &styleSheet{rules: rules, keyID: map[cssKey]int32{{'*', ""}: 0}, quirks: quirks}
 	for ri := range rules {
 		n := 0
 		for sel := range splitTopLevel(rules[ri].selectors, ',') {
@@ -93,9 +94,16 @@ func newStyleSheet(rules []cssRule, quirks bool) *styleSheet {
 				continue
 			}
 			cs.rule, cs.idx = int32(ri), int32(len(sh.sels))
-			sh.byKey[key] = append(sh.byKey[key], int32(len(sh.sels)))
+			id := sh.id(key)
+			for int(id) >= len(sh.byID) {
+				sh.byID = append(sh.byID, nil)
+			}
+			sh.byID[id] = append(sh.byID[id], int32(len(sh.sels)))
 			sh.sels = append(sh.sels, cs)
 		}
+	}
+	for len(sh.byID) < len(sh.keyID) {
+		sh.byID = append(sh.byID, nil)
 	}
 	return sh
 }
@@ -148,11 +156,7 @@ func (sh *styleSheet) compile(sel string) (compiledSel, cssKey, bool) {
 			cs.ancestors = append(cs.ancestors, sh.id(keys[i]))
 		}
 	}
-	key := keys[len(keys)-1]
-	if key.kind != '*' {
-		sh.id(key)
-	}
-	return cs, key, true
+	return cs, keys[len(keys)-1], true
 }
 
 func addSpec(spec, n int32) int32 { return min(spec+n, inlineSpec-1) }
@@ -440,15 +444,13 @@ func escapeIdent(s string) string {
 
 // matcher matches a style sheet's selectors against one document.
 type matcher struct {
-	sh       *styleSheet
-	elems    []elemNode
-	index    map[*html.Node]int32
-	memo     map[uint64]bool
-	budget   int
-	spent    bool
-	anc      []int32 // per key id: how many open ancestors carry it
-	keyBuf   []cssKey
-	children []int32 // per element: element children
+	sh        *styleSheet
+	elems     []elemNode // in document order, as the renderer meets them
+	memoBytes int
+	budget    int
+	spent     bool
+	anc       []int32 // per key id: how many open ancestors carry it
+	keyIDs    []int32 // the key ids of all elements (elemNode.k0, k1)
 }
 
 // elemNode is one element of the document, in document order.
@@ -456,20 +458,21 @@ type elemNode struct {
 	n              *html.Node
 	parent, prev   int32 // element parent and previous element sibling, -1 if none
 	subtree, sibls int32 // elements in its subtree (itself included); element children of its parent
+	k0, k1         int32 // its key ids are keyIDs[k0:k1]
 }
 
 func newMatcher(sh *styleSheet, doc *html.Node, budget int) *matcher {
-	m := &matcher{sh: sh, index: map[*html.Node]int32{}, memo: map[uint64]bool{}, budget: budget, anc: make([]int32, len(sh.keyID))}
+	m := &matcher{sh: sh, budget: budget, anc: make([]int32, len(sh.keyID))}
+	var kids []int32
 	var walk func(n *html.Node, parent int32)
 	walk = func(n *html.Node, parent int32) {
 		prev := int32(-1)
-		var kids int32
+		first := len(kids)
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
 			if c.Type != html.ElementNode {
 				continue
 			}
 			i := int32(len(m.elems))
-			m.index[c] = i
 			if sh.quirks {
 				for k := range c.Attr {
 					if a := &c.Attr[k]; a.Namespace == "" && (a.Key == "class" || a.Key == "id") {
@@ -477,26 +480,41 @@ func newMatcher(sh *styleSheet, doc *html.Node, budget int) *matcher {
 					}
 				}
 			}
-			m.elems = append(m.elems, elemNode{n: c, parent: parent, prev: prev})
+			k0 := int32(len(m.keyIDs))
+			m.addKeys(c)
+			m.elems = append(m.elems, elemNode{n: c, parent: parent, prev: prev, k0: k0, k1: int32(len(m.keyIDs))})
+			kids = append(kids, i)
 			walk(c, i)
 			m.elems[i].subtree = int32(len(m.elems)) - i
 			prev = i
-			kids++
 		}
-		for c := n.FirstChild; c != nil; c = c.NextSibling {
-			if c.Type == html.ElementNode {
-				m.elems[m.index[c]].sibls = kids
-			}
+		for _, k := range kids[first:] {
+			m.elems[k].sibls = int32(len(kids) - first)
 		}
+		kids = kids[:first]
 	}
 	walk(doc, -1)
 	return m
 }
 
-// keys returns the keys an element carries (its tag, id and classes) that
-// some selector needs, and '*'.
-func (m *matcher) keys(n *html.Node) []cssKey {
-	ks := append(m.keyBuf[:0], cssKey{'*', ""}, cssKey{'t', n.Data})
+// addKeys appends the ids of the keys n carries (its tag, id and classes)
+// that some selector needs, and of '*'.
+func (m *matcher) addKeys(n *html.Node) {
+	start := len(m.keyIDs)
+	add := func(k cssKey) {
+		id, ok := m.sh.keyID[k]
+		if !ok {
+			return
+		}
+		for _, o := range m.keyIDs[start:] {
+			if o == id {
+				return
+			}
+		}
+		m.keyIDs = append(m.keyIDs, id)
+	}
+	add(cssKey{'*', ""})
+	add(cssKey{'t', n.Data})
 	for _, a := range n.Attr {
 		if a.Namespace != "" {
 			continue
@@ -504,64 +522,60 @@ func (m *matcher) keys(n *html.Node) []cssKey {
 		switch a.Key {
 		case "id":
 			if a.Val != "" {
-				ks = append(ks, cssKey{'i', a.Val})
+				add(cssKey{'i', a.Val})
 			}
 		case "class":
 			for c := range strings.FieldsFuncSeq(a.Val, isHTMLSpace) {
-				k := cssKey{'c', c}
-				dup := false
-				for _, o := range ks[2:] {
-					if o == k {
-						dup = true
-						break
-					}
-				}
-				if !dup {
-					ks = append(ks, k)
-				}
+				add(cssKey{'c', c})
 			}
 		}
 	}
-	m.keyBuf = ks
-	return ks
 }
 
 func isHTMLSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\f' || r == '\r' }
 
+// keys returns the key ids of element e.
+func (m *matcher) keys(e int32) []int32 {
+	el := &m.elems[e]
+	return m.keyIDs[el.k0:el.k1]
+}
+
 // enter and leave keep the counts of the keys on the open ancestors.
-func (m *matcher) enter(n *html.Node) {
-	for _, k := range m.keys(n) {
-		if id, ok := m.sh.keyID[k]; ok {
+func (m *matcher) enter(e int32) {
+	if e >= 0 && int(e) < len(m.elems) {
+		for _, id := range m.keys(e) {
 			m.anc[id]++
 		}
 	}
 }
 
-func (m *matcher) leave(n *html.Node) {
-	for _, k := range m.keys(n) {
-		if id, ok := m.sh.keyID[k]; ok {
+func (m *matcher) leave(e int32) {
+	if e >= 0 && int(e) < len(m.elems) {
+		for _, id := range m.keys(e) {
 			m.anc[id]--
 		}
 	}
 }
 
-// cascade adds the declarations of the rules that match n to p.
-func (m *matcher) cascade(p *cssProps, n *html.Node) {
-	e, ok := m.index[n]
-	if !ok {
+// cascade adds the declarations of the rules that match element e (the
+// node n) to p.
+func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) {
+	if e < 0 || int(e) >= len(m.elems) || m.elems[e].n != n {
+		// Out of step with the renderer (a bug): hide too much.
+		m.approximate(p, m.sh.allKeys())
 		return
 	}
-	keys := m.keys(n)
+	keys := m.keys(e)
 	if m.spent {
 		m.approximate(p, keys)
 		return
 	}
 	for _, k := range keys {
-		for _, si := range m.sh.byKey[k] {
+		for _, si := range m.sh.byID[k] {
 			s := &m.sh.sels[si]
 			if m.budget--; m.budget < 0 {
 				m.spent = true
-				m.approximate(p, m.keys(n))
+				m.approximate(p, keys)
 				return
 			}
 			if !m.ancestorsPresent(s) {
@@ -570,7 +584,7 @@ func (m *matcher) cascade(p *cssProps, n *html.Node) {
 			match, done := m.match(s, e)
 			if !done {
 				m.spent = true
-				m.approximate(p, m.keys(n))
+				m.approximate(p, keys)
 				return
 			}
 			if match {
@@ -593,26 +607,33 @@ func (p *cssProps) applyWith(decls []propDecl, spec int32) {
 
 // approximate adds the hiding declarations of every rule keyed by one of
 // keys, as if it matched.
-func (m *matcher) approximate(p *cssProps, keys []cssKey) {
+func (m *matcher) approximate(p *cssProps, keys []int32) {
 	if m.sh.approx == nil {
-		m.sh.approx = map[cssKey][]propDecl{}
-		for k, list := range m.sh.byKey {
-			var ds []propDecl
+		m.sh.approx = make([][]propDecl, len(m.sh.byID))
+		for k, list := range m.sh.byID {
 			for _, si := range list {
 				s := &m.sh.sels[si]
 				for _, d := range m.sh.rules[s.rule].decls {
 					if declHides(int(d.prop), d.val) {
 						d.spec = s.spec
-						ds = append(ds, d)
+						m.sh.approx[k] = append(m.sh.approx[k], d)
 					}
 				}
 			}
-			m.sh.approx[k] = ds
 		}
 	}
 	for _, k := range keys {
 		p.apply(m.sh.approx[k])
 	}
+}
+
+// allKeys is every key id.
+func (sh *styleSheet) allKeys() []int32 {
+	ids := make([]int32, len(sh.byID))
+	for i := range ids {
+		ids[i] = int32(i)
+	}
+	return ids
 }
 
 func (m *matcher) ancestorsPresent(s *compiledSel) bool {
@@ -661,21 +682,40 @@ const (
 	memoSibling         // memoMatch holds at some previous sibling or the element itself
 )
 
-// maxMemo caps the answers remembered for one document (about 40 bytes
-// each); past it the budget counts as spent.
-const maxMemo = 1 << 19
+// maxMemoBytes caps the memory of the answers remembered for one document
+// (one byte per element for each compound and kind of question asked);
+// past it the budget counts as spent.
+const maxMemoBytes = 32 << 20
 
-func memoKeyOf(s *compiledSel, kind, i int, e int32) uint64 {
-	return uint64(s.idx)<<40 | uint64(kind)<<38 | uint64(i)<<32 | uint64(uint32(e))
+// Answers in a memo table.
+const (
+	memoUnknown = iota
+	memoNo
+	memoYes
+)
+
+// table returns the memo table of s for a kind of question about compound
+// i, allocating it on first use (nil when the memory cap is reached).
+func (m *matcher) table(s *compiledSel, kind, i int) []uint8 {
+	if s.memo == nil {
+		s.memo = make([][]uint8, 3*len(s.compounds))
+	}
+	t := &s.memo[kind*len(s.compounds)+i]
+	if *t == nil {
+		if m.memoBytes += len(m.elems); m.memoBytes > maxMemoBytes {
+			m.budget = -1
+			return nil
+		}
+		*t = make([]uint8, len(m.elems))
+	}
+	return *t
 }
 
-// remember stores an answer, or spends the budget when the memo is full.
-func (m *matcher) remember(key uint64, v bool) {
-	if len(m.memo) >= maxMemo {
-		m.budget = -1
-		return
+func answer(v bool) uint8 {
+	if v {
+		return memoYes
 	}
-	m.memo[key] = v
+	return memoNo
 }
 
 // prefix reports whether compounds 0..i of s match with compound i at e.
@@ -683,14 +723,17 @@ func (m *matcher) prefix(s *compiledSel, i int, e int32) bool {
 	if e < 0 || m.budget < 0 {
 		return false
 	}
-	key := memoKeyOf(s, memoMatch, i, e)
-	if v, ok := m.memo[key]; ok {
-		return v
+	t := m.table(s, memoMatch, i)
+	if t == nil {
+		return false
+	}
+	if v := t[e]; v != memoUnknown {
+		return v == memoYes
 	}
 	m.budget--
 	v := m.compound(s, i, e) && (i == 0 || m.related(s, i, e))
 	if m.budget >= 0 {
-		m.remember(key, v)
+		t[e] = answer(v)
 	}
 	return v
 }
@@ -714,16 +757,18 @@ func (m *matcher) related(s *compiledSel, i int, e int32) bool {
 // it in the chain of parents (memoAncestor) or previous siblings
 // (memoSibling), remembering the answer for every element it walked.
 func (m *matcher) chain(s *compiledSel, kind, i int, e int32) bool {
-	var walked []int32
+	t := m.table(s, kind, i)
+	if t == nil {
+		return false
+	}
+	start := e
 	result := false
 	for e >= 0 && m.budget >= 0 {
-		key := memoKeyOf(s, kind, i, e)
-		if v, ok := m.memo[key]; ok {
-			result = v
+		if v := t[e]; v != memoUnknown {
+			result = v == memoYes
 			break
 		}
 		m.budget--
-		walked = append(walked, e)
 		if m.prefix(s, i, e) {
 			result = true
 			break
@@ -737,8 +782,17 @@ func (m *matcher) chain(s *compiledSel, kind, i int, e int32) bool {
 	if m.budget < 0 {
 		return false
 	}
-	for _, w := range walked {
-		m.remember(memoKeyOf(s, kind, i, w), result)
+	// Everything walked from start up to (not including) e gets the answer.
+	for w := start; w >= 0 && w != e; {
+		t[w] = answer(result)
+		if kind == memoAncestor {
+			w = m.elems[w].parent
+		} else {
+			w = m.elems[w].prev
+		}
+	}
+	if e >= 0 {
+		t[e] = answer(result)
 	}
 	return result
 }
