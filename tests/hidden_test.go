@@ -3,6 +3,7 @@ package tests
 import (
 	"mime"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,7 +168,7 @@ func TestHiddenContentAndForgedFences(t *testing.T) {
 	}
 	clean("read subject", msg.Subject)
 	clean("read text", msg.Text)
-	const warning = "3 hidden HTML elements were removed (text styled to be invisible, a common way to hide instructions)"
+	const warning = "3 HTML elements with text were removed because mail clients do not show them (styled to be invisible, a common way to hide instructions). imap_read_email with include_hidden=true shows their text."
 	found := false
 	for _, w := range msg.Warnings {
 		clean("read warning", w)
@@ -180,6 +181,58 @@ func TestHiddenContentAndForgedFences(t *testing.T) {
 	checkText("imap_read_email", text, msg.Untrusted.Marker)
 	if !strings.Contains(text, warning) {
 		t.Errorf("read text fallback lacks the warning:\n%s", text)
+	}
+	if strings.Contains(text, "hidden in mail clients") {
+		t.Errorf("without include_hidden the text fallback has a hidden block:\n%s", text)
+	}
+
+	// include_hidden: the hidden text comes back, apart from the visible
+	// text, in its own fenced block after it, and still no line of it
+	// reads like a fence.
+	var withHidden struct {
+		Text           string   `json:"text"`
+		HiddenText     string   `json:"hidden_text"`
+		HiddenElements int      `json:"hidden_elements"`
+		Warnings       []string `json:"warnings"`
+		Untrusted      struct {
+			Marker string   `json:"marker"`
+			Fields []string `json:"fields"`
+		} `json:"untrusted"`
+	}
+	res = mailtest.Call(t, c, "imap_read_email", map[string]any{"uid": p.Messages[0].UID, "include_hidden": true})
+	mailtest.Decode(t, res, &withHidden)
+	for _, h := range hiddenTexts {
+		if !strings.Contains(withHidden.HiddenText, h) {
+			t.Errorf("hidden_text lacks %q: %q", h, withHidden.HiddenText)
+		}
+	}
+	if withHidden.HiddenElements != 3 || strings.Contains(withHidden.Text, "HIDDEN-") || !slices.Contains(withHidden.Untrusted.Fields, "hidden_text") {
+		t.Errorf("include_hidden: %d hidden elements, text %q, untrusted fields %v", withHidden.HiddenElements, withHidden.Text, withHidden.Untrusted.Fields)
+	}
+	if w := strings.Join(withHidden.Warnings, " "); !strings.Contains(w, "Their text follows the body") {
+		t.Errorf("include_hidden warnings: %q", w)
+	}
+	text = mailtest.Text(res)
+	marker := withHidden.Untrusted.Marker
+	begin := "<<<UNTRUSTED MAIL CONTENT BEGIN " + marker + ">>>"
+	end := "<<<UNTRUSTED MAIL CONTENT END " + marker + ">>>"
+	label := strings.Index(text, "Hidden in mail clients:")
+	if strings.Count(text, begin) != 2 || strings.Count(text, end) != 2 || label < strings.Index(text, end) ||
+		!strings.Contains(text[label:], begin+"\nhidden in mail clients:\n") {
+		t.Fatalf("include_hidden: no labelled second block after the body:\n%s", text)
+	}
+	for _, h := range hiddenTexts {
+		if i := strings.Index(text, h); i < label {
+			t.Errorf("hidden text %q is not (only) in the hidden block:\n%s", h, text)
+		}
+	}
+	for _, l := range strings.Split(text, "\n") {
+		if l == begin || l == end {
+			continue
+		}
+		if m := fenceShape.FindString(l); m != "" {
+			t.Errorf("include_hidden: line shaped like a fence (%q):\n%s", m, l)
+		}
 	}
 }
 

@@ -40,9 +40,9 @@ type htmlText struct {
 	count  int    // hidden elements (outermost ones) that had text
 }
 
-// hiddenWarning is the warning for n hidden elements whose text was left
-// out.
-func hiddenWarning(n int) string {
+// HiddenWarning is the warning for n hidden HTML elements whose text was
+// left out (DecodeText gives it).
+func HiddenWarning(n int) string {
 	if n == 1 {
 		return "1 HTML element with text was removed because mail clients do not show it (styled to be invisible, a common way to hide instructions)."
 	}
@@ -393,6 +393,7 @@ func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
 		name = "" // foreign content: no HTML rendering
 	}
 	if name == "br" {
+		r.hidSpace = r.hidSpace || st.hidden()
 		if !st.hidden() {
 			r.pendingNL = min(r.pendingNL+1, 3)
 			if !r.started {
@@ -424,6 +425,8 @@ func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
 		return
 	}
 	r.openOutput(name, &a)
+	block := isLineBlock(name) || isParaBlock(name)
+	r.hidSpace = r.hidSpace || block
 	if r.m != nil {
 		r.m.enter(e)
 	}
@@ -431,6 +434,7 @@ func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
 	if r.m != nil {
 		r.m.leave(e)
 	}
+	r.hidSpace = r.hidSpace || block
 	r.closeOutput(name)
 }
 

@@ -361,3 +361,23 @@ func TestHTMLToTextLinear(t *testing.T) {
 		})
 	}
 }
+
+// DecodeTextHidden gives the text of the hidden elements (one line each)
+// and their count apart from the visible text, and leaves the warning to
+// the caller.
+func TestDecodeTextHidden(t *testing.T) {
+	html := `<style>.c{display:none}</style><p>Hi</p><span style="font-size:0">one <b>1</b></span>` +
+		`<div style="opacity:0"><p>two</p><p>2</p></div><span class="c">three</span><span style="display:none"> &nbsp; </span>`
+	d := DecodeTextHidden(strings.NewReader(html), Part{MediaType: "text/html"}, true)
+	if d.Text != "Hi" || d.HiddenText != "one 1\ntwo 2\nthree" || d.Hidden != 3 || len(d.Warnings) != 0 {
+		t.Errorf("got text %q hidden %q (%d) warnings %q", d.Text, d.HiddenText, d.Hidden, d.Warnings)
+	}
+	d = DecodeTextHidden(strings.NewReader(html), Part{MediaType: "text/html"}, false)
+	if d.Text != "Hi" || d.HiddenText != "" || d.Hidden != 3 {
+		t.Errorf("without keepHidden: text %q hidden %q (%d)", d.Text, d.HiddenText, d.Hidden)
+	}
+	d = DecodeTextHidden(strings.NewReader("plain <b>text</b>"), Part{MediaType: "text/plain"}, true)
+	if d.Text != "plain <b>text</b>" || d.HiddenText != "" || d.Hidden != 0 {
+		t.Errorf("plain text: %+v", d)
+	}
+}
