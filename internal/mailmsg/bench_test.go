@@ -173,3 +173,48 @@ func BenchmarkHTMLToTextOld(b *testing.B) {
 		}
 	}
 }
+
+// hostileHTML builds about size bytes of HTML made to make a selector
+// matcher slow: a style sheet whose rules grow with the document (one per
+// 100 bytes, up to maxRules) with descendant, child, sibling, structural
+// and negated compounds that all keep matching a deep chain of .a
+// elements, and a body of 100-deep nests of .a and long lists.
+func hostileHTML(size int) string {
+	var css, body strings.Builder
+	for i := 0; css.Len() < size/2 && i < maxRules; i++ {
+		switch i % 5 {
+		case 0:
+			fmt.Fprintf(&css, ".a .a .a .a .h%d{display:none}", i%50)
+		case 1:
+			fmt.Fprintf(&css, ".a > .a > .a ~ .h%d{visibility:hidden}", i%50)
+		case 2:
+			fmt.Fprintf(&css, "li:nth-child(2n+1) .a .h%d{opacity:0}", i%50)
+		case 3:
+			fmt.Fprintf(&css, ":not(.q) .a + .a .h%d{font-size:0}", i%50)
+		default:
+			fmt.Fprintf(&css, "div.a[data-x] .a .zz%d{display:none}", i)
+		}
+	}
+	for i := 0; body.Len() < size/2; i++ {
+		body.WriteString(strings.Repeat(`<div class="a" data-x>`, 100))
+		fmt.Fprintf(&body, `<span class="h%d">secret %d</span><span class="a">shown %d</span>`, i%60, i, i)
+		body.WriteString(strings.Repeat("</div>", 100))
+		body.WriteString("<ul>" + strings.Repeat(`<li><span class="a"><b class="h1">x</b></span></li>`, 50) + "</ul>")
+	}
+	return "<style>" + css.String() + "</style>" + body.String()
+}
+
+// BenchmarkHTMLToTextHostile is hostileHTML at three sizes: the time per
+// byte stays flat (the matching budget grows with the input).
+func BenchmarkHTMLToTextHostile(b *testing.B) {
+	for _, size := range []int{256 << 10, 1 << 20, 4 << 20} {
+		html := hostileHTML(size)
+		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(html)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = HTMLToText(html)
+			}
+		})
+	}
+}

@@ -345,6 +345,9 @@ func TestHTMLToTextLinear(t *testing.T) {
 		{"formatting reopened", "<p>" + strings.Repeat("<b class=x>", 100) + strings.Repeat("</p>x<p>", n/8)},
 		{"many cells", "<table>" + strings.Repeat("<td><b><i>x", n/11)},
 		{"style attributes", strings.Repeat(`<b style="color:#fff;background:#fff;font:0/0 a">x</b>`, n/54)},
+		{"hostile selectors on deep nests", hostileHTML(n)},
+		{"many rules of one key", "<style>" + strings.Repeat(".q .a{display:none}", n/40) + "</style>" + strings.Repeat(`<i class="a">x</i>`, n/36)},
+		{"long sibling chains", "<style>" + strings.Repeat("i ~ i ~ b ~ .z{opacity:0}", n/50) + "</style>" + strings.Repeat("<i></i>", n/14)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
