@@ -466,16 +466,14 @@ func (r *renderer) dropped(n *html.Node, run *hiddenRun) {
 // styleFor computes what an element's own attributes and the style sheet
 // say about its visibility.
 func (r *renderer) styleFor(e int32, n *html.Node, name string, a *elemAttrs) ownStyle {
-	if r.m == nil && a.style == "" && !a.hidden && a.color == "" && a.bgcolor == "" && a.background == "" {
+	var p cssProps
+	applied := r.m != nil && r.m.cascade(&p, e, n)
+	if !applied && a.style == "" && !a.hidden && a.color == "" && a.bgcolor == "" && a.background == "" {
 		o := ownStyle{opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
 		if name == "a" && a.href {
 			o.color = linkColor
 		}
 		return o
-	}
-	var p cssProps
-	if r.m != nil {
-		r.m.cascade(&p, e, n)
 	}
 	if a.style != "" {
 		p.apply(r.inlineDecls(a.style))

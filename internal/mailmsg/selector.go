@@ -1,6 +1,7 @@
 package mailmsg
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/andybalholm/cascadia"
@@ -451,8 +452,10 @@ type matcher struct {
 	memoBytes int
 	budget    int
 	spent     bool
-	anc       []int32 // per key id: how many open ancestors carry it
-	keyIDs    []int32 // the key ids of all elements (elemNode.k0, k1)
+	anc       []int32            // per key id: how many open ancestors carry it
+	keyIDs    []int32            // the key ids of all elements (elemNode.k0, k1)
+	tagIDs    map[string]int32   // tag name to key id, -1 for none
+	classIDs  map[string][]int32 // class attribute to the key ids of its classes
 }
 
 // elemNode is one element of the document, in document order.
@@ -464,7 +467,11 @@ type elemNode struct {
 }
 
 func newMatcher(sh *styleSheet, doc *html.Node, budget int) *matcher {
-	m := &matcher{sh: sh, budget: budget, anc: make([]int32, len(sh.keyID))}
+	m := &matcher{sh: sh, budget: budget, anc: make([]int32, len(sh.keyID)),
+		tagIDs: map[string]int32{}, classIDs: map[string][]int32{}}
+	n := countElements(doc)
+	m.elems = make([]elemNode, 0, n)
+	m.keyIDs = make([]int32, 0, 2*n)
 	var kids []int32
 	var walk func(n *html.Node, parent int32)
 	walk = func(n *html.Node, parent int32) {
@@ -499,15 +506,21 @@ func newMatcher(sh *styleSheet, doc *html.Node, budget int) *matcher {
 	return m
 }
 
+func countElements(n *html.Node) int {
+	count := 0
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type == html.ElementNode {
+			count += 1 + countElements(c)
+		}
+	}
+	return count
+}
+
 // addKeys appends the ids of the keys n carries (its tag, id and classes)
 // that some selector needs, and of '*'.
 func (m *matcher) addKeys(n *html.Node) {
 	start := len(m.keyIDs)
-	add := func(k cssKey) {
-		id, ok := m.sh.keyID[k]
-		if !ok {
-			return
-		}
+	addID := func(id int32) {
 		for _, o := range m.keyIDs[start:] {
 			if o == id {
 				return
@@ -515,8 +528,28 @@ func (m *matcher) addKeys(n *html.Node) {
 		}
 		m.keyIDs = append(m.keyIDs, id)
 	}
-	add(cssKey{'*', ""})
-	add(cssKey{'t', n.Data})
+	add := func(k cssKey) {
+		if id, ok := m.sh.keyID[k]; ok {
+			addID(id)
+		}
+	}
+	m.keyIDs = append(m.keyIDs, 0) // '*'
+	if id, ok := m.tagIDs[n.Data]; ok {
+		if id >= 0 {
+			m.keyIDs = append(m.keyIDs, id)
+		}
+	} else {
+		id, ok := m.sh.keyID[cssKey{'t', n.Data}]
+		if !ok {
+			id = -1
+		}
+		if len(m.tagIDs) < 1024 {
+			m.tagIDs[n.Data] = id
+		}
+		if id >= 0 {
+			m.keyIDs = append(m.keyIDs, id)
+		}
+	}
 	for _, a := range n.Attr {
 		if a.Namespace != "" {
 			continue
@@ -527,8 +560,20 @@ func (m *matcher) addKeys(n *html.Node) {
 				add(cssKey{'i', a.Val})
 			}
 		case "class":
+			// Mail repeats the same class attributes: their ids are
+			// looked up once.
+			if ids, ok := m.classIDs[a.Val]; ok {
+				for _, id := range ids {
+					addID(id)
+				}
+				continue
+			}
+			before := len(m.keyIDs)
 			for c := range strings.FieldsFuncSeq(a.Val, isHTMLSpace) {
 				add(cssKey{'c', c})
+			}
+			if len(m.classIDs) < 4096 && len(a.Val) <= 256 {
+				m.classIDs[a.Val] = slices.Clone(m.keyIDs[before:])
 			}
 		}
 	}
@@ -560,17 +605,17 @@ func (m *matcher) leave(e int32) {
 }
 
 // cascade adds the declarations of the rules that match element e (the
-// node n) to p.
-func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) {
+// node n) to p, and reports whether any did.
+func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) (applied bool) {
 	if e < 0 || int(e) >= len(m.elems) || m.elems[e].n != n {
 		// Out of step with the renderer (a bug): hide too much.
 		m.approximate(p, m.sh.allKeys())
-		return
+		return true
 	}
 	keys := m.keys(e)
 	if m.spent {
 		m.approximate(p, keys)
-		return
+		return true
 	}
 	for _, k := range keys {
 		for _, si := range m.sh.byID[k] {
@@ -578,7 +623,7 @@ func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) {
 			if m.budget--; m.budget < 0 {
 				m.spent = true
 				m.approximate(p, keys)
-				return
+				return true
 			}
 			if !m.ancestorsPresent(s) {
 				continue
@@ -587,13 +632,15 @@ func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) {
 			if !done {
 				m.spent = true
 				m.approximate(p, keys)
-				return
+				return true
 			}
 			if match {
 				p.applyWith(m.sh.rules[s.rule].decls, s.spec)
+				applied = true
 			}
 		}
 	}
+	return applied
 }
 
 // applyWith merges a rule's declarations with the specificity of the
