@@ -175,8 +175,8 @@ func BenchmarkHTMLToTextOld(b *testing.B) {
 }
 
 // hostileHTML builds about size bytes of HTML made to make a selector
-// matcher slow: a style sheet whose rules grow with the document (one per
-// 100 bytes, up to maxRules) with descendant, child, sibling, structural
+// matcher slow: a style sheet whose rules grow with the document (half of
+// it, up to maxRules) with descendant, child, sibling, structural
 // and negated compounds that all keep matching a deep chain of .a
 // elements, and a body of 100-deep nests of .a and long lists.
 func hostileHTML(size int) string {
