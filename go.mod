@@ -3,6 +3,7 @@ module github.com/mailbox-mcp/mailbox-mcp
 go 1.26.0
 
 require (
+	github.com/andybalholm/cascadia v1.3.5
 	github.com/caarlos0/env/v11 v11.4.2
 	github.com/emersion/go-imap/v2 v2.0.0-beta.8
 	github.com/emersion/go-message v0.18.2
@@ -12,8 +13,10 @@ require (
 	github.com/k3a/html2text v1.3.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/prometheus/client_golang v1.25.0
+	golang.org/x/image v0.48.0
+	golang.org/x/net v0.62.0
 	golang.org/x/term v0.47.0
-	golang.org/x/text v0.43.0
+	golang.org/x/text v0.44.0
 	golang.org/x/time v0.16.0
 )
 
@@ -32,7 +35,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.2 // indirect
 	github.com/spf13/cast v1.7.1 // indirect
 	github.com/yosida95/uritemplate/v3 v3.0.2 // indirect
-	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/yaml.v3 v3.0.1
 )

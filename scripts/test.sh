@@ -97,6 +97,16 @@ if command -v npm >/dev/null && command -v node >/dev/null; then
       echo "ok ($(tests/clients/node22/node_modules/.bin/node --version))"
     fi
   fi
+  # The real-mail corpus of tests/corpus_test.go (Foundation, mailgen, React
+  # Email, MJML, rendered and read in Chromium): its own directory, run on
+  # the Node 22 above (juice needs Node >= 22.12).
+  step "npm ci (tests/clients/mailcorpus: real HTML mail templates)"
+  if ! (cd tests/clients/mailcorpus && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "FAIL: npm ci in tests/clients/mailcorpus"
+    npm_failed=1
+  else
+    echo "ok"
+  fi
 else
   step "node/npm not found: the real MCP client tests will skip (or fail if CI=true); install Node.js 20.18+ with npm"
 fi

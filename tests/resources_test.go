@@ -128,7 +128,7 @@ func TestResourcesAndPromptsThroughTypeScriptSDK(t *testing.T) {
 			got = append(got, x.URITemplate)
 		}
 		slices.Sort(got)
-		if strings.Join(got, " ") != "mailbox://{folder}/{uid} mailbox://{folder}/{uid}/attachments/{part_id}" {
+		if strings.Join(got, " ") != "mailbox://{folder}/{uid}/attachments/{part_id} mailbox://{folder}/{uid}{?include_hidden}" {
 			t.Errorf("templates %v", got)
 		}
 	})

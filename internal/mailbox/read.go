@@ -41,6 +41,9 @@ type ReadOptions struct {
 	UID      uint32
 	MaxChars int // default 100,000
 	Offset   int // in characters, to continue a truncated body
+	// IncludeHidden also returns the text of the HTML elements that mail
+	// clients hide (Message.HiddenText).
+	IncludeHidden bool
 }
 
 // Attachment describes one attachment; its content is not fetched.
@@ -76,6 +79,12 @@ type Message struct {
 	NextOffset  int          `json:"next_offset,omitempty"`
 	Attachments []Attachment `json:"attachments"`
 	Warnings    []string     `json:"warnings,omitempty"`
+	// HiddenElements counts the HTML elements with text that were left out
+	// of Text because mail clients do not show them; HiddenText is their
+	// text (one line each, at most MaxChars characters), when asked for.
+	HiddenElements  int    `json:"hidden_elements,omitempty" desc:"how many HTML elements with text were left out of text because mail clients do not show them"`
+	HiddenText      string `json:"hidden_text,omitempty" desc:"with include_hidden: the text of those elements, one line each"`
+	HiddenTruncated bool   `json:"hidden_truncated,omitempty" desc:"hidden_text was cut at max_chars characters"`
 }
 
 // Read reads one message without changing it: EXAMINE and BODY.PEEK, so
@@ -101,7 +110,7 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
-		m, err := readMessage(conn.client(), folder, o.UID, o.Offset, maxChars)
+		m, err := readMessageHidden(conn.client(), folder, o.UID, o.Offset, maxChars, o.IncludeHidden)
 		if err != nil {
 			return err
 		}
@@ -120,6 +129,12 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 // (Two FETCHes of one message pipelined would not do: Dovecot may answer
 // them interleaved, and go-imap cannot tell whose answer is whose.)
 func readMessage(cl *imapclient.Client, folder string, uid uint32, offset, maxChars int) (*Message, error) {
+	return readMessageHidden(cl, folder, uid, offset, maxChars, false)
+}
+
+// readMessageHidden is readMessage that, with keepHidden, also returns the
+// text of hidden HTML elements.
+func readMessageHidden(cl *imapclient.Client, folder string, uid uint32, offset, maxChars int, keepHidden bool) (*Message, error) {
 	partCap := textPartCap(offset, maxChars)
 	m, bs, guess, err := collectHeaderAndStructure(startHeaderAndStructure(cl, uid, true), folder, uid)
 	if err != nil {
@@ -127,23 +142,29 @@ func readMessage(cl *imapclient.Client, folder string, uid uint32, offset, maxCh
 	}
 	atts := attachmentParts(bs)
 	texts := bodyTexts(bs)
-	var body string
-	var warnings []string
+	var d decodedBody
 	if len(texts) == 1 && slices.Equal(texts[0].path, []int{1}) && texts[0].size <= guessBytes && guess != nil {
 		// The whole text came with the structure, as the second FETCH
 		// would have brought it; what may be left to ask is an
 		// attachment's size.
-		var text string
-		text, warnings = mailmsg.DecodeText(bytes.NewReader(guess), texts[0].part)
-		body = joinTexts([]string{text}, texts, &m.TextFrom)
-		var more []string
-		_, more, err = fetchBody(cl, uid, bs, nil, atts, partCap, &m.TextFrom)
-		warnings = append(warnings, more...)
+		dt := mailmsg.DecodeTextHidden(bytes.NewReader(guess), texts[0].part, keepHidden)
+		d = decodedBody{text: joinTexts([]string{dt.Text}, texts, &m.TextFrom), warnings: dt.Warnings, hidden: dt.Hidden, hiddenText: dt.HiddenText}
+		var more decodedBody
+		more, err = fetchBodyHidden(cl, uid, bs, nil, atts, partCap, &m.TextFrom, false)
+		d.warnings = append(d.warnings, more.warnings...)
 	} else {
-		body, warnings, err = fetchBody(cl, uid, bs, texts, atts, partCap, &m.TextFrom)
+		d, err = fetchBodyHidden(cl, uid, bs, texts, atts, partCap, &m.TextFrom, keepHidden)
 	}
 	if err != nil {
 		return nil, err
+	}
+	body, warnings := d.text, d.warnings
+	if d.hidden > 0 {
+		warnings = append(warnings, mailmsg.HiddenWarning(d.hidden))
+		m.HiddenElements = d.hidden
+	}
+	if keepHidden && d.hiddenText != "" {
+		m.HiddenText, m.HiddenTruncated, _ = mailmsg.Truncate(d.hiddenText, 0, maxChars)
 	}
 	for _, a := range atts {
 		m.Attachments = append(m.Attachments, a.Attachment)
@@ -265,48 +286,67 @@ func textPartCap(offset, maxChars int) uint32 {
 	return uint32(min(max(need, minTextPartBytes), maxTextPartBytes))
 }
 
+// decodedBody is the decoded text of a message's text parts.
+type decodedBody struct {
+	text       string
+	warnings   []string // without the one about hidden elements
+	hidden     int      // hidden HTML elements with text
+	hiddenText string   // their text, when asked for
+}
+
 // fetchBody fetches the chosen text parts, decoding them while they stream
 // in, and in the same command the decoded size of an attachment when the
 // server has BINARY (binarySized says which). Other sizes stay estimated.
 func fetchBody(cl *imapclient.Client, uid uint32, bs imap.BodyStructure, texts []textPart, atts []attachmentPart, partCap uint32, from *string) (string, []string, error) {
+	d, err := fetchBodyHidden(cl, uid, bs, texts, atts, partCap, from, false)
+	if d.hidden > 0 {
+		d.warnings = append(d.warnings, mailmsg.HiddenWarning(d.hidden))
+	}
+	return d.text, d.warnings, err
+}
+
+// fetchBodyHidden is fetchBody that tells about hidden HTML elements, and
+// with keepHidden collects their text.
+func fetchBodyHidden(cl *imapclient.Client, uid uint32, bs imap.BodyStructure, texts []textPart, atts []attachmentPart, partCap uint32, from *string, keepHidden bool) (decodedBody, error) {
 	var sized *attachmentPart
 	if cl.Caps().Has(imap.CapBinary) || cl.Caps().Has(imap.CapIMAP4rev2) {
 		sized = binarySized(bs, atts)
 	}
-	body, warnings, err := fetchTexts(cl, uid, texts, partCap, sized, from)
+	d, err := fetchTexts(cl, uid, texts, partCap, sized, from, keepHidden)
 	var ie *imap.Error
 	if err != nil && sized != nil && errors.As(err, &ie) {
 		// The server could not decode the part after all: again without.
-		body, warnings, err = fetchTexts(cl, uid, texts, partCap, nil, from)
+		d, err = fetchTexts(cl, uid, texts, partCap, nil, from, keepHidden)
 	}
 	if err != nil {
-		return "", nil, imapError(err, "")
+		return decodedBody{}, imapError(err, "")
 	}
-	return body, warnings, nil
+	return d, nil
 }
 
 // fetchTexts fetches texts, and the decoded size of sized unless it is
 // nil, in one command.
-func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uint32, sized *attachmentPart, from *string) (string, []string, error) {
+func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uint32, sized *attachmentPart, from *string, keepHidden bool) (decodedBody, error) {
 	var sizes []*imap.FetchItemBinarySectionSize
 	if sized != nil {
 		sizes = []*imap.FetchItemBinarySectionSize{{Part: sized.path}}
 	}
 	if len(texts) == 0 && len(sizes) == 0 {
-		return "", nil, nil
+		return decodedBody{}, nil
 	}
-	var warnings []string
+	var d decodedBody
 	sections := make([]*imap.FetchItemBodySection, len(texts))
 	for i, t := range texts {
 		sections[i] = &imap.FetchItemBodySection{Part: t.path, Peek: true}
 		if t.size > partCap {
 			sections[i].Partial = &imap.SectionPartial{Offset: 0, Size: int64(partCap)}
-			warnings = append(warnings, fmt.Sprintf("part %s is %d bytes; only its first %d bytes were read", partID(t.path), t.size, partCap))
+			d.warnings = append(d.warnings, fmt.Sprintf("part %s is %d bytes; only its first %d bytes were read", partID(t.path), t.size, partCap))
 		}
 	}
 	cmd := cl.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{UID: true, BodySection: sections, BinarySectionSize: sizes})
 	defer cmd.Close()
 	decoded := make([]string, len(texts))
+	var hidden []string
 	for msg := cmd.Next(); msg != nil; msg = cmd.Next() {
 		for item := msg.Next(); item != nil; item = msg.Next() {
 			switch it := item.(type) {
@@ -320,9 +360,13 @@ func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uin
 				}
 				for i, want := range sections {
 					if decoded[i] == "" && it.MatchCommand(want) {
-						var w []string
-						decoded[i], w = mailmsg.DecodeText(io.LimitReader(it.Literal, int64(partCap)+1), texts[i].part)
-						warnings = append(warnings, w...)
+						dt := mailmsg.DecodeTextHidden(io.LimitReader(it.Literal, int64(partCap)+1), texts[i].part, keepHidden)
+						decoded[i] = dt.Text
+						d.warnings = append(d.warnings, dt.Warnings...)
+						d.hidden += dt.Hidden
+						if dt.HiddenText != "" {
+							hidden = append(hidden, dt.HiddenText)
+						}
 						break
 					}
 				}
@@ -330,9 +374,11 @@ func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uin
 		}
 	}
 	if err := cmd.Close(); err != nil {
-		return "", nil, err
+		return decodedBody{}, err
 	}
-	return joinTexts(decoded, texts, from), warnings, nil
+	d.text = joinTexts(decoded, texts, from)
+	d.hiddenText = strings.Join(hidden, "\n\n")
+	return d, nil
 }
 
 // joinTexts makes the body of the decoded texts (of texts), leaving out

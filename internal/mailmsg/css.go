@@ -1,37 +1,34 @@
 package mailmsg
 
 import (
-	"slices"
+	"math"
 	"strconv"
 	"strings"
 
-	"github.com/k3a/html2text"
+	"golang.org/x/image/colornames"
 )
 
 // Which HTML elements a reader does not see. Mail hides text from the reader
 // (and shows it to a model) with inline styles and <style> rules:
-// display:none, visibility:hidden, a zero font size, opacity 0, a zero-sized
-// box that clips its overflow, a text colour equal to its background. This
-// file computes, for one element, the few properties that can hide text,
-// from a small cascade: rules of the document's <style> blocks whose selector
-// is simple enough to match exactly (tag, .class, #id and compounds of them,
-// such as td.x or .a.b), then the style attribute, ordered by importance,
-// specificity and source order as in CSS.
+// display:none, visibility:hidden, a zero font size, opacity near 0, a
+// zero-sized box that clips its overflow, a position far off the screen, a
+// text colour too close to its background to read. This file computes, for
+// one element, the few properties that can hide text, from the cascade:
+// the rules of the document's <style> blocks that match it (selector.go
+// matches them exactly), then its style attribute, ordered by importance,
+// specificity and source order as in CSS; colour, visibility and font size
+// are inherited.
 //
-// Everything else is approximated on the side of hiding: a rule with a
-// complex selector (".a .x", "body > .x", "td[x]", ".x:first-child") or in a
-// @supports, @layer or nested block counts as matching its rightmost
-// compound (".x"), but only its declarations that hide count. So an evasion
-// through such a rule hides too much rather than too little; a mail that
-// hides text only for some clients loses it here. Rules for interaction
-// (:hover, :focus, :checked ...) or for pseudo-elements (::before) are
-// ignored, as are @media blocks that do not apply to a desktop screen about
-// 1000 pixels wide in light mode (so responsive "mobile only" rules do not
-// hide the desktop text).
+// What a desktop mail client shows is the reference: @media blocks apply as
+// for a screen about 1000 pixels wide in light mode (so responsive "mobile
+// only" rules do not hide the desktop text), and mso-hide (which only
+// desktop Outlook reads) hides nothing. Rules for interaction (:hover,
+// :focus ...) or for pseudo-elements (::before) never apply.
 //
-// All work is linear in the size of the CSS and of the document: rules are
-// merged per selector key while parsing, and only up to maxCompound compound
-// selectors are kept for exact matching (later ones are approximated).
+// Hand-written here, because no Go library does it: the reading of style
+// sheets into rules (blocks, @media, nesting; bounded by maxCSSDepth,
+// maxRules and the input size) and of the few property values that matter.
+// FuzzHTMLToText runs it on arbitrary style sheets.
 
 // The properties that can hide text.
 const (
@@ -50,8 +47,11 @@ const (
 	propTextFill // -webkit-text-fill-color
 	propBackground
 	propBackgroundImage
-	propMsoHide
 	propContentVisibility
+	propPosition
+	propLeft
+	propTop
+	propTextIndent
 	numProps
 )
 
@@ -62,7 +62,8 @@ var propNames = map[string]int{
 	"overflow-x": propOverflowX, "overflow-y": propOverflowY, "color": propColor,
 	"-webkit-text-fill-color": propTextFill, "background-color": propBackground,
 	"background": propBackground, "background-image": propBackgroundImage,
-	"mso-hide": propMsoHide, "content-visibility": propContentVisibility,
+	"content-visibility": propContentVisibility, "position": propPosition,
+	"left": propLeft, "top": propTop, "text-indent": propTextIndent,
 }
 
 // cssDecl is one declaration with what decides the cascade.
@@ -87,10 +88,17 @@ func (d cssDecl) beats(o cssDecl) bool {
 
 type cssProps [numProps]cssDecl
 
-func (p *cssProps) merge(q *cssProps) {
-	for i := range q {
-		if q[i].order != 0 && q[i].beats(p[i]) {
-			p[i] = q[i]
+// propDecl is one declaration of a rule, for the property prop.
+type propDecl struct {
+	prop int8
+	cssDecl
+}
+
+// apply merges a rule's declarations into p.
+func (p *cssProps) apply(decls []propDecl) {
+	for _, d := range decls {
+		if d.beats(p[d.prop]) {
+			p[d.prop] = d.cssDecl
 		}
 	}
 }
@@ -101,9 +109,9 @@ const (
 )
 
 // parseDecls reads a declaration list (a style attribute or a rule's body)
-// into p with the given specificity and order. Only declarations that hide
-// are kept when hidingOnly is set.
-func parseDecls(p *cssProps, list string, spec, order int32, hidingOnly bool) {
+// and appends the declarations of the properties that matter, with the
+// given specificity and order, to out.
+func parseDecls(out []propDecl, list string, spec, order int32) []propDecl {
 	for len(list) > 0 {
 		item := list
 		if k := indexTopLevel(list, ';'); k >= 0 {
@@ -116,28 +124,31 @@ func parseDecls(p *cssProps, list string, spec, order int32, hidingOnly bool) {
 			continue
 		}
 		name = strings.ToLower(cssUnescape(strings.TrimSpace(name)))
+		prop, known := propNames[name]
+		if !known && name != "font" {
+			continue
+		}
 		val = collapseSpace(strings.ToLower(cssUnescape(val)))
 		important := false
 		if k := strings.LastIndexByte(val, '!'); k >= 0 && strings.TrimSpace(val[k+1:]) == "important" {
 			important = true
 			val = strings.TrimSpace(val[:k])
 		}
-		prop, known := propNames[name]
 		if name == "font" {
-			prop, known, val = propFontSize, true, fontShorthandSize(val)
+			prop, val = propFontSize, fontShorthandSize(val)
 		}
-		if !known || val == "" || hidingOnly && !declHides(prop, val) {
+		if val == "" {
 			continue
 		}
-		d := cssDecl{val: val, important: important, spec: spec, order: order}
-		if d.beats(p[prop]) {
-			p[prop] = d
-		}
+		out = append(out, propDecl{prop: int8(prop), cssDecl: cssDecl{val: val, important: important, spec: spec, order: order}})
 	}
+	return out
 }
 
 // declHides reports whether a declaration on its own can hide text (it may
-// need a partner: a zero height needs hidden overflow).
+// need a partner: a zero height needs hidden overflow). Rules matched only
+// approximately (selector.go, when the matching budget is spent) contribute
+// these alone.
 func declHides(prop int, val string) bool {
 	switch prop {
 	case propDisplay:
@@ -147,17 +158,21 @@ func declHides(prop int, val string) bool {
 	case propFontSize:
 		return fontSizeKind(val) == fontZero
 	case propOpacity:
-		return opacityHides(val)
+		o, ok := parseOpacity(val)
+		return ok && o < minOpacity
 	case propHeight, propMaxHeight, propWidth, propMaxWidth:
 		return isZeroLength(val)
 	case propOverflow, propOverflowX, propOverflowY:
 		return overflowClips(val)
 	case propColor, propTextFill:
-		return normColor(val) == "transparent"
-	case propMsoHide:
-		return val == "all"
+		c, ok := parseColor(val)
+		return ok && c.a == 0
 	case propContentVisibility:
 		return val == "hidden"
+	case propPosition:
+		return val == "absolute" || val == "fixed"
+	case propLeft, propTop, propTextIndent:
+		return farNegative(val)
 	}
 	return false
 }
@@ -165,12 +180,12 @@ func declHides(prop int, val string) bool {
 // ownStyle is what an element's own declarations say about its visibility;
 // inherit combines it with its parent's.
 type ownStyle struct {
-	drop  bool // the element and everything in it is invisible
-	font  int8 // fontUnset, fontZero, fontSet (an absolute size), fontRel (relative, so zero stays zero)
-	vis   int8 // visUnset, visHidden, visShown
-	color string
-	bg    string // "" with bgSet: a background we cannot compare (image, gradient)
-	bgSet bool
+	drop    bool    // the element and everything in it is invisible
+	font    int8    // fontUnset, fontZero, fontSet (an absolute size), fontRel (relative, so zero stays zero)
+	vis     int8    // visUnset, visHidden, visShown
+	opacity float64 // 1 when not set
+	color   rgba    // the text colour; a == -1: not set (inherited)
+	bg      rgba    // the background; a == -1: none; unknownBG: an image or gradient
 }
 
 const (
@@ -186,16 +201,41 @@ const (
 	visShown
 )
 
+// minOpacity is the opacity below which content is practically invisible
+// (0.5 is still readable).
+const minOpacity = 0.1
+
+// minContrast is the contrast ratio (WCAG's, 1 to 21) below which text on
+// its background cannot be read: #f0f0f0 on white is 1.14, the light grey
+// #e0e0e0 that footers use is 1.32.
+const minContrast = 1.2
+
 // visState is the visibility inherited by an element's content.
 type visState struct {
 	drop      bool
 	fontZero  bool
 	visHidden bool
-	color, bg string // normalised; "" unknown
+	opacity   float64 // the product of the ancestors' opacities
+	color     rgba    // the text colour; a == -1 unknown
+	bg        rgba    // the opaque background behind the text; a == -1 unknown
+	unread    bool    // unreadable(), kept up to date by inherit
 }
 
+// rootState is what the document starts with: black text on the white page
+// of a desktop client in light mode.
+var rootState = visState{opacity: 1, color: rgba{0, 0, 0, 1}, bg: rgba{1, 1, 1, 1}}
+
 func (v visState) hidden() bool {
-	return v.drop || v.fontZero || v.visHidden || v.color == "transparent" || v.color != "" && v.color == v.bg
+	return v.drop || v.fontZero || v.visHidden || v.opacity < minOpacity || v.unread
+}
+
+// unreadable reports whether the text colour is too close to the background
+// to read (both known).
+func (v visState) unreadable() bool {
+	if v.color.a < 0 || v.bg.a < 0 {
+		return false
+	}
+	return contrast(over(v.color, v.bg), v.bg) < minContrast
 }
 
 func inherit(parent visState, own ownStyle) visState {
@@ -213,26 +253,52 @@ func inherit(parent visState, own ownStyle) visState {
 	case visShown:
 		st.visHidden = false
 	}
-	if own.color != "" {
+	st.opacity *= own.opacity
+	if own.color.a >= 0 {
 		st.color = own.color
 	}
-	if own.bgSet {
+	switch {
+	case own.bg == unknownBG:
+		st.bg = rgba{a: -1}
+	case own.bg.a == 1:
 		st.bg = own.bg
+	case own.bg.a > 0 && st.bg.a >= 0:
+		st.bg = over(own.bg, st.bg)
+	case own.bg.a > 0:
+		st.bg = rgba{a: -1} // translucent over something unknown
+	}
+	if own.color.a >= 0 || own.bg.a != -1 {
+		st.unread = st.unreadable()
 	}
 	return st
 }
 
-// styleOf turns an element's cascaded declarations into its ownStyle.
-func styleOf(p *cssProps, a *htmlAttrs) ownStyle {
-	var o ownStyle
-	o.drop = a.hidden || p[propDisplay].val == "none" || p[propContentVisibility].val == "hidden" ||
-		p[propMsoHide].val == "all" || opacityHides(p[propOpacity].val)
+// unknownBG is a background that cannot be compared: an image or gradient.
+var unknownBG = rgba{-1, -1, -1, -2}
+
+// styleOf turns an element's cascaded declarations (and its presentational
+// attributes) into its ownStyle.
+func styleOf(p *cssProps, tag string, a *elemAttrs) ownStyle {
+	o := ownStyle{opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
+	o.drop = a.hidden || p[propDisplay].val == "none" || p[propContentVisibility].val == "hidden"
+	if op, ok := parseOpacity(p[propOpacity].val); ok {
+		o.opacity = op
+	}
 	zeroH := isZeroLength(p[propHeight].val) || isZeroLength(p[propMaxHeight].val)
 	zeroW := isZeroLength(p[propWidth].val) || isZeroLength(p[propMaxWidth].val)
 	clipY := overflowClips(p[propOverflow].val) || overflowClips(p[propOverflowY].val)
 	clipX := overflowClips(firstWord(p[propOverflow].val)) || overflowClips(p[propOverflowX].val)
 	if zeroH && clipY || zeroW && clipX || isZeroLength(p[propWidth].val) && isZeroLength(p[propHeight].val) {
 		o.drop = true
+	}
+	switch p[propPosition].val {
+	case "absolute", "fixed":
+		if farNegative(p[propLeft].val) || farNegative(p[propTop].val) {
+			o.drop = true // moved off the screen
+		}
+	}
+	if farNegative(p[propTextIndent].val) && clipX {
+		o.drop = true // the text is pushed out of its own clipping box
 	}
 	o.font = fontSizeKind(p[propFontSize].val)
 	switch p[propVisibility].val {
@@ -241,55 +307,82 @@ func styleOf(p *cssProps, a *htmlAttrs) ownStyle {
 	case "visible":
 		o.vis = visShown
 	}
-	o.color = normColor(p[propColor].val)
-	if o.color == "" && a.color != "" {
-		o.color = normColor(a.color) // <font color>
+	if c, ok := parseColor(p[propColor].val); ok {
+		o.color = c
+	} else if p[propColor].order == 0 {
+		if c, ok := parseColor(a.color); ok { // <font color>
+			o.color = c
+		} else if tag == "a" && a.href {
+			o.color = linkColor // the browser's own style for links
+		}
 	}
-	if fill := normColor(p[propTextFill].val); fill != "" && fill != "currentcolor" {
+	if fill, ok := parseColor(p[propTextFill].val); ok {
 		o.color = fill
 	}
-	if o.color == "currentcolor" || o.color == "inherit" {
-		o.color = ""
-	}
-	switch bg := p[propBackground].val; {
-	case p[propBackgroundImage].order != 0 && p[propBackgroundImage].val != "none", a.background != "":
-		o.bgSet = true // an image: unknown
-	case bg != "":
-		o.bgSet = true
-		if !strings.ContainsAny(bg, " (") || strings.HasPrefix(bg, "rgb") || strings.HasPrefix(bg, "hsl") {
-			o.bg = normColor(bg)
-		}
+	image := p[propBackgroundImage].order != 0 && p[propBackgroundImage].val != "none" &&
+		(p[propBackground].order == 0 || p[propBackgroundImage].beats(p[propBackground]))
+	switch {
+	case image:
+		o.bg = unknownBG
+	case p[propBackground].order != 0:
+		o.bg = backgroundColor(p[propBackground].val)
+	case a.background != "": // <td background="image.png">
+		o.bg = unknownBG
 	case a.bgcolor != "":
-		o.bg, o.bgSet = normColor(a.bgcolor), true
-	}
-	switch o.bg {
-	case "transparent", "none":
-		o.bg, o.bgSet = "", false // the parent's background shows through
-	case "inherit", "initial", "unset", "currentcolor":
-		o.bg = ""
+		if c, ok := parseColor(a.bgcolor); ok {
+			o.bg = c
+		}
 	}
 	return o
 }
 
-func (o ownStyle) hides() bool {
-	return o.drop || o.font == fontZero || o.vis == visHidden || o.color == "transparent"
+// linkColor is the colour browsers give a link (<a href>) that its page
+// does not colour.
+var linkColor = rgba{0, 0, 0.933, 1}
+
+// backgroundColor reads the colour a background (or background-color)
+// value paints: unknownBG for an image or gradient (drawn above the
+// colour), no background (a == -1) for values it cannot read.
+func backgroundColor(v string) rgba {
+	if strings.Contains(v, "url(") || strings.Contains(v, "gradient(") || strings.Contains(v, "image(") || strings.Contains(v, "image-set(") {
+		return unknownBG
+	}
+	if c, ok := parseColor(v); ok {
+		return c
+	}
+	// The colour is one of the words of the shorthand ("#fff no-repeat").
+	for len(v) > 0 {
+		w := v
+		if k := indexTopLevel(v, ' '); k >= 0 {
+			w, v = v[:k], v[k+1:]
+		} else {
+			v = ""
+		}
+		if c, ok := parseColor(w); ok {
+			return c
+		}
+	}
+	return rgba{a: -1}
 }
 
-// opacityHides reports whether an opacity value makes content practically
-// invisible (below 0.1; 0.5 is still readable).
-func opacityHides(v string) bool {
+func (o ownStyle) hides() bool {
+	return o.drop || o.font == fontZero || o.vis == visHidden || o.opacity < minOpacity || o.color.a == 0
+}
+
+// parseOpacity reads an opacity value (a number or a percentage).
+func parseOpacity(v string) (float64, bool) {
 	if v == "" {
-		return false
+		return 0, false
 	}
 	pct := strings.HasSuffix(v, "%")
 	f, err := strconv.ParseFloat(strings.TrimSuffix(v, "%"), 64)
-	if err != nil {
-		return false
+	if err != nil || math.IsNaN(f) {
+		return 0, false
 	}
 	if pct {
 		f /= 100
 	}
-	return f < 0.1
+	return min(max(f, 0), 1), true
 }
 
 func overflowClips(v string) bool {
@@ -325,6 +418,29 @@ func parseLength(v string) (float64, string, bool) {
 func isZeroLength(v string) bool {
 	f, unit, ok := parseLength(v)
 	return ok && f == 0 && (unit == "" || len(unit) <= 4 && strings.Trim(unit, "abcdefghijklmnopqrstuvwxyz%") == "")
+}
+
+// farNegative reports whether a length puts content at least 999 px to the
+// left or above (-9999px, -100em): off any screen.
+func farNegative(v string) bool {
+	f, unit, ok := parseLength(v)
+	if !ok || f >= 0 {
+		return false
+	}
+	switch unit {
+	case "px":
+	case "em", "rem":
+		f *= 16
+	case "pt":
+		f = f * 4 / 3
+	case "in":
+		f *= 96
+	case "cm":
+		f = f * 96 / 2.54
+	default:
+		return false
+	}
+	return f <= -999
 }
 
 // fontSizeKind classifies a font-size value: sizes under one pixel count as
@@ -400,65 +516,158 @@ func fontShorthandSize(v string) string {
 	return ""
 }
 
-// normColor normalises a colour for comparison: lower case, #rgb expanded,
-// rgb() to hex, a few names, anything fully transparent as "transparent".
-func normColor(v string) string {
-	v = strings.ToLower(strings.TrimSpace(v))
-	switch v {
-	case "white":
-		return "#ffffff"
-	case "black":
-		return "#000000"
-	case "transparent":
-		return v
+// rgba is a colour with components from 0 to 1 (not premultiplied).
+type rgba struct{ r, g, b, a float64 }
+
+// over composites c over the opaque background bg.
+func over(c, bg rgba) rgba {
+	if c.a >= 1 {
+		return c
 	}
-	if strings.HasPrefix(v, "#") {
+	return rgba{c.r*c.a + bg.r*(1-c.a), c.g*c.a + bg.g*(1-c.a), c.b*c.a + bg.b*(1-c.a), 1}
+}
+
+// contrast is WCAG's contrast ratio of two opaque colours, from 1 to 21.
+func contrast(x, y rgba) float64 {
+	lx, ly := luminance(x), luminance(y)
+	if lx < ly {
+		lx, ly = ly, lx
+	}
+	return (lx + 0.05) / (ly + 0.05)
+}
+
+func luminance(c rgba) float64 {
+	return 0.2126*linear(c.r) + 0.7152*linear(c.g) + 0.0722*linear(c.b)
+}
+
+// linear turns an sRGB component into linear light.
+func linear(v float64) float64 {
+	if n := v * 255; n == math.Trunc(n) && n >= 0 && n <= 255 {
+		return linearTable[int(n)]
+	}
+	return linearOf(v)
+}
+
+func linearOf(v float64) float64 {
+	if v <= 0.04045 {
+		return v / 12.92
+	}
+	return math.Pow((v+0.055)/1.055, 2.4)
+}
+
+// linearTable holds linear for the 8-bit components most colours have.
+var linearTable = func() (t [256]float64) {
+	for i := range t {
+		t[i] = linearOf(float64(i) / 255)
+	}
+	return t
+}()
+
+// parseColor reads a CSS colour: #rgb, #rgba, #rrggbb, #rrggbbaa, rgb(),
+// rgba(), hsl(), hsla() (comma or space syntax, with percentages and "/
+// alpha"), a named colour or transparent. currentcolor, inherit and what it
+// cannot read are not colours here (ok false).
+func parseColor(v string) (rgba, bool) {
+	v = strings.TrimSpace(v)
+	if v == "" || len(v) > 64 {
+		return rgba{}, false
+	}
+	if v[0] == '#' {
 		h := v[1:]
+		for i := 0; i < len(h); i++ {
+			if !isHex(h[i]) {
+				return rgba{}, false
+			}
+		}
+		nib := func(i int) float64 { n, _ := strconv.ParseUint(h[i:i+1], 16, 8); return float64(n*17) / 255 }
+		byt := func(i int) float64 { n, _ := strconv.ParseUint(h[i:i+2], 16, 8); return float64(n) / 255 }
 		switch len(h) {
-		case 3, 4:
-			var b strings.Builder
-			b.WriteByte('#')
-			for i := range 3 {
-				b.WriteByte(h[i])
-				b.WriteByte(h[i])
-			}
-			if len(h) == 4 && h[3] == '0' {
-				return "transparent"
-			}
-			return b.String()
+		case 3:
+			return rgba{nib(0), nib(1), nib(2), 1}, true
+		case 4:
+			return rgba{nib(0), nib(1), nib(2), nib(3)}, true
+		case 6:
+			return rgba{byt(0), byt(2), byt(4), 1}, true
 		case 8:
-			if h[6:] == "00" {
-				return "transparent"
-			}
-			return "#" + h[:6]
+			return rgba{byt(0), byt(2), byt(4), byt(6)}, true
 		}
-		return v
+		return rgba{}, false
 	}
-	if fn, args, ok := strings.Cut(v, "("); ok && (fn == "rgb" || fn == "rgba" || fn == "hsl" || fn == "hsla") {
-		args = strings.TrimSuffix(args, ")")
+	if fn, args, ok := strings.Cut(v, "("); ok {
+		args, ok = strings.CutSuffix(strings.TrimSpace(args), ")")
+		if !ok {
+			return rgba{}, false
+		}
 		parts := strings.FieldsFunc(args, func(r rune) bool { return r == ',' || r == ' ' || r == '/' })
+		if len(parts) != 3 && len(parts) != 4 {
+			return rgba{}, false
+		}
+		num := func(s string, scale float64) (float64, bool) {
+			pct := strings.HasSuffix(s, "%")
+			s = strings.TrimSuffix(s, "%")
+			s = strings.TrimSuffix(s, "deg")
+			f, err := strconv.ParseFloat(s, 64)
+			if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+				return 0, false
+			}
+			if pct {
+				return f / 100, true
+			}
+			return f / scale, true
+		}
+		alpha := 1.0
 		if len(parts) == 4 {
-			if a, err := strconv.ParseFloat(strings.TrimSuffix(parts[3], "%"), 64); err == nil && a == 0 {
-				return "transparent"
+			a, ok := num(parts[3], 1)
+			if !ok {
+				return rgba{}, false
 			}
+			alpha = min(max(a, 0), 1)
 		}
-		if fn[0] == 'r' && len(parts) >= 3 {
-			var b strings.Builder
-			b.WriteByte('#')
-			for _, p := range parts[:3] {
-				n, err := strconv.ParseFloat(strings.TrimSuffix(p, "%"), 64)
-				if err != nil {
-					return v
+		var x [3]float64
+		switch fn {
+		case "rgb", "rgba":
+			for i := range 3 {
+				f, ok := num(parts[i], 255)
+				if !ok {
+					return rgba{}, false
 				}
-				if strings.HasSuffix(p, "%") {
-					n = n * 255 / 100
-				}
-				b.WriteString(strconv.FormatUint(uint64(min(max(n+0.5, 0), 255))|0x100, 16)[1:])
+				x[i] = min(max(f, 0), 1)
 			}
-			return b.String()
+			return rgba{x[0], x[1], x[2], alpha}, true
+		case "hsl", "hsla":
+			h, ok1 := num(parts[0], 1)
+			s, ok2 := num(parts[1], 100)
+			l, ok3 := num(parts[2], 100)
+			if !ok1 || !ok2 || !ok3 {
+				return rgba{}, false
+			}
+			if strings.HasSuffix(parts[0], "%") {
+				return rgba{}, false
+			}
+			r, g, b := hslToRGB(math.Mod(math.Mod(h, 360)+360, 360), min(max(s, 0), 1), min(max(l, 0), 1))
+			return rgba{r, g, b, alpha}, true
 		}
+		return rgba{}, false
 	}
-	return v
+	switch v {
+	case "transparent":
+		return rgba{0, 0, 0, 0}, true
+	case "rebeccapurple":
+		return rgba{0x66 / 255.0, 0x33 / 255.0, 0x99 / 255.0, 1}, true
+	}
+	if c, ok := colornames.Map[v]; ok {
+		return rgba{float64(c.R) / 255, float64(c.G) / 255, float64(c.B) / 255, 1}, true
+	}
+	return rgba{}, false
+}
+
+func hslToRGB(h, s, l float64) (r, g, b float64) {
+	f := func(n float64) float64 {
+		k := math.Mod(n+h/30, 12)
+		a := s * min(l, 1-l)
+		return l - a*max(-1, min(k-3, 9-k, 1))
+	}
+	return f(0), f(8), f(4)
 }
 
 func collapseSpace(s string) string {
@@ -571,53 +780,36 @@ func stripCSSComments(s string) string {
 	return b.String()
 }
 
-// cssKey names what a selector needs: a tag, a class, an id or nothing ('*').
-type cssKey struct {
-	kind byte // 't', 'c', 'i', '*'
-	name string
-}
-
-type compoundRule struct {
-	tag, id string
-	classes []string
-	props   cssProps
-}
-
-// maxCompound caps the compound selectors matched exactly.
-const maxCompound = 128
-
-// styleSheet holds the rules of a document's <style> blocks that can hide
-// text.
-type styleSheet struct {
-	exact    map[cssKey]*cssProps // rules whose selector is one simple selector
-	approx   map[cssKey]*cssProps // hiding declarations of approximated rules
-	compound []compoundRule
-	byKey    map[cssKey][]int32 // compound rules by their most selective part
-	order    int32
-}
-
-func newStyleSheet() *styleSheet {
-	return &styleSheet{exact: map[cssKey]*cssProps{}, approx: map[cssKey]*cssProps{}, byKey: map[cssKey][]int32{}}
-}
-
-func (sh *styleSheet) empty() bool {
-	return len(sh.exact) == 0 && len(sh.approx) == 0 && len(sh.compound) == 0
-}
-
 // maxCSSDepth caps the nesting of blocks that are read; deeper ones are
 // skipped.
 const maxCSSDepth = 12
 
+// cssRule is a style rule as read: one selector list (nested rules already
+// joined to their parents') and its declarations.
+type cssRule struct {
+	selectors string
+	decls     []propDecl // with spec 0: the selector's specificity is added when it is compiled
+	order     int32
+}
+
+// cssReader reads the rules of style blocks that apply on a desktop
+// screen, in source order.
+type cssReader struct {
+	rules []cssRule
+	order int32
+	bytes int // selector text kept, capped by maxSelectorBytes
+}
+
 // addCSS reads the rules of one style block.
-func (sh *styleSheet) addCSS(css string) {
-	p := cssParser{s: stripCSSComments(css), sh: sh}
-	p.rules(false, 0)
+func (r *cssReader) addCSS(css string) {
+	p := cssParser{s: stripCSSComments(css), r: r}
+	p.rules(nil, 0)
 }
 
 type cssParser struct {
-	s  string
-	i  int
-	sh *styleSheet
+	s string
+	i int
+	r *cssReader
 }
 
 // until moves to the first of stops outside strings, parentheses and
@@ -671,8 +863,10 @@ func (p *cssParser) skipBlock() {
 	}
 }
 
-// rules reads rules up to the '}' closing the block (or the end at depth 0).
-func (p *cssParser) rules(approx bool, depth int) {
+// rules reads rules up to the '}' closing the block (or the end at depth
+// 0). parents are the selectors of the enclosing style rule (nesting) or
+// @scope, nil at the top.
+func (p *cssParser) rules(parents []string, depth int) {
 	for {
 		for p.i < len(p.s) && strings.IndexByte(" \t\n\r\f;", p.s[p.i]) >= 0 {
 			p.i++
@@ -688,7 +882,7 @@ func (p *cssParser) rules(approx bool, depth int) {
 			continue
 		}
 		if p.s[p.i] == '@' {
-			p.atRule(approx, depth)
+			p.atRule(parents, depth)
 			continue
 		}
 		prelude, c := p.until("{}")
@@ -696,11 +890,11 @@ func (p *cssParser) rules(approx bool, depth int) {
 			continue // '}' is handled above; 0 ends the loop
 		}
 		p.i++
-		p.styleRule(prelude, approx, depth+1)
+		p.styleRule(nest(parents, prelude), depth+1)
 	}
 }
 
-func (p *cssParser) atRule(approx bool, depth int) {
+func (p *cssParser) atRule(parents []string, depth int) {
 	p.i++
 	start := p.i
 	for p.i < len(p.s) && (isASCIILetter(p.s[p.i]) || p.s[p.i] == '-') {
@@ -717,35 +911,50 @@ func (p *cssParser) atRule(approx bool, depth int) {
 	default:
 		return
 	}
+	prelude = strings.TrimSpace(prelude)
 	switch {
 	case depth >= maxCSSDepth:
 		p.skipBlock()
 	case name == "media":
 		if mediaApplies(prelude) {
-			p.rules(approx, depth+1)
+			p.rules(parents, depth+1)
 		} else {
 			p.skipBlock()
 		}
-	case name == "supports", name == "layer", name == "scope", name == "container",
-		name == "document", name == "-moz-document":
-		p.rules(true, depth+1)
-	default: // @font-face, @keyframes, @page, @starting-style, ...
+	case name == "supports":
+		// Chromium supports what mail tests for (-webkit- properties,
+		// grid); a negated test is taken as failing.
+		if strings.HasPrefix(strings.ToLower(prelude), "not") {
+			p.skipBlock()
+		} else {
+			p.rules(parents, depth+1)
+		}
+	case name == "layer", name == "container":
+		p.rules(parents, depth+1)
+	case name == "scope":
+		root, _, _ := strings.Cut(prelude, ")")
+		root = strings.TrimSpace(strings.TrimPrefix(root, "("))
+		if root == "" || strings.Contains(prelude, " to ") {
+			p.skipBlock() // a scope limit: not matched
+		} else {
+			p.rules(nest(parents, root), depth+1)
+		}
+	default: // @font-face, @keyframes, @page, @document, @starting-style, ...
 		p.skipBlock()
 	}
 }
 
 // styleRule reads the block of a style rule (its '{' was just read),
-// including nested rules, and records it under each of its selectors.
-func (p *cssParser) styleRule(prelude string, approx bool, depth int) {
-	p.sh.order = min(p.sh.order+1, inlineOrder-1)
-	order := p.sh.order
-	var decls strings.Builder
+// including nested rules, and records it.
+func (p *cssParser) styleRule(selectors []string, depth int) {
+	p.r.order = min(p.r.order+1, inlineOrder-1)
+	order := p.r.order
+	var decls []propDecl
 	for {
 		item, c := p.until(";{}")
 		switch c {
 		case ';':
-			decls.WriteString(item)
-			decls.WriteByte(';')
+			decls = parseDecls(decls, item, 0, order)
 			p.i++
 			continue
 		case '{':
@@ -753,19 +962,55 @@ func (p *cssParser) styleRule(prelude string, approx bool, depth int) {
 			if depth >= maxCSSDepth {
 				p.skipBlock()
 			} else {
-				p.styleRule(item, true, depth+1) // nested rule
+				p.styleRule(nest(selectors, item), depth+1) // a nested rule
 			}
 			continue
 		case '}':
 			p.i++
 		}
-		decls.WriteString(item)
+		decls = parseDecls(decls, item, 0, order)
 		break
 	}
-	list := decls.String()
-	for sel := range splitTopLevel(prelude, ',') {
-		p.sh.addRule(parseSelector(sel), list, order, approx)
+	if len(decls) == 0 || len(selectors) == 0 || len(p.r.rules) >= maxRules {
+		return
 	}
+	for _, sel := range selectors {
+		if p.r.bytes += len(sel); p.r.bytes > maxSelectorBytes {
+			return
+		}
+	}
+	p.r.rules = append(p.r.rules, cssRule{selectors: strings.Join(selectors, ","), decls: decls, order: order})
+}
+
+// nest returns the selectors of a rule written inside parents (CSS
+// nesting): "&" stands for the parent, and a selector without one is a
+// descendant of it. Each parent is paired with each selector, capped at
+// maxSelectorsPerRule.
+func nest(parents []string, prelude string) []string {
+	var out []string
+	for sel := range splitTopLevel(prelude, ',') {
+		sel = strings.TrimSpace(sel)
+		if sel == "" {
+			continue
+		}
+		if parents == nil {
+			out = append(out, sel)
+		}
+		for _, parent := range parents {
+			if strings.Contains(sel, "&") {
+				out = append(out, strings.ReplaceAll(sel, "&", parent))
+			} else {
+				out = append(out, parent+" "+sel)
+			}
+			if len(out) >= maxSelectorsPerRule {
+				return out
+			}
+		}
+		if len(out) >= maxSelectorsPerRule {
+			return out
+		}
+	}
+	return out
 }
 
 // splitTopLevel yields the parts of s between top-level seps.
@@ -783,328 +1028,6 @@ func splitTopLevel(s string, sep byte) func(func(string) bool) {
 			s = s[k+1:]
 		}
 	}
-}
-
-func (sh *styleSheet) addRule(sel selector, list string, order int32, approx bool) {
-	if sel.kind == selSkip {
-		return
-	}
-	if approx || sel.kind == selApprox || sel.kind == selCompound && len(sh.compound) >= maxCompound {
-		sh.merge(sh.approx, sel.key, list, sel.spec, order, true)
-		return
-	}
-	if sel.kind == selSimple {
-		sh.merge(sh.exact, sel.key, list, sel.spec, order, false)
-		return
-	}
-	var props cssProps
-	parseDecls(&props, list, sel.spec, order, false)
-	if props == (cssProps{}) {
-		return
-	}
-	sh.compound = append(sh.compound, compoundRule{tag: sel.tag, id: sel.id, classes: sel.classes, props: props})
-	sh.byKey[sel.key] = append(sh.byKey[sel.key], int32(len(sh.compound)-1))
-}
-
-func (sh *styleSheet) merge(m map[cssKey]*cssProps, key cssKey, list string, spec, order int32, hidingOnly bool) {
-	var props cssProps
-	parseDecls(&props, list, spec, order, hidingOnly)
-	if props == (cssProps{}) {
-		return
-	}
-	if t := m[key]; t != nil {
-		t.merge(&props)
-	} else {
-		m[key] = &props
-	}
-}
-
-// cascade computes the declarations that apply to an element: sheet rules
-// (may be nil), then its style attribute.
-func cascade(sh *styleSheet, tag string, a *htmlAttrs) cssProps {
-	var p cssProps
-	if sh != nil {
-		var classes []string
-		if a.class != "" {
-			classes = strings.Fields(strings.ToLower(a.class))
-			slices.Sort(classes)
-			classes = slices.Compact(classes)
-		}
-		id := strings.ToLower(strings.TrimSpace(a.id))
-		sh.apply(&p, cssKey{'*', ""}, tag, id, classes)
-		sh.apply(&p, cssKey{'t', tag}, tag, id, classes)
-		if id != "" {
-			sh.apply(&p, cssKey{'i', id}, tag, id, classes)
-		}
-		for _, c := range classes {
-			sh.apply(&p, cssKey{'c', c}, tag, id, classes)
-		}
-	}
-	if a.style != "" {
-		parseDecls(&p, a.style, inlineSpec, inlineOrder, false)
-	}
-	return p
-}
-
-func (sh *styleSheet) apply(p *cssProps, key cssKey, tag, id string, classes []string) {
-	if t := sh.exact[key]; t != nil {
-		p.merge(t)
-	}
-	if t := sh.approx[key]; t != nil {
-		p.merge(t)
-	}
-	for _, k := range sh.byKey[key] {
-		r := &sh.compound[k]
-		if r.tag != "" && r.tag != tag || r.id != "" && r.id != id {
-			continue
-		}
-		ok := true
-		for _, c := range r.classes {
-			if _, found := slices.BinarySearch(classes, c); !found {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			p.merge(&r.props)
-		}
-	}
-}
-
-// What a selector is to the matcher.
-const (
-	selSkip     = iota // never applies (interaction, pseudo-element) or unreadable
-	selSimple          // one tag, class or id, or '*'
-	selCompound        // tag, classes and id together, matched exactly
-	selApprox          // anything else: matched by key, hiding declarations only
-)
-
-type selector struct {
-	kind    int
-	key     cssKey
-	tag, id string
-	classes []string
-	spec    int32
-}
-
-// interactive pseudo-classes: a rule with one applies only on user action.
-var interactivePseudo = map[string]bool{
-	"hover": true, "focus": true, "active": true, "checked": true, "target": true,
-	"focus-within": true, "focus-visible": true, "visited": true, "indeterminate": true,
-	"open": true, "popover-open": true, "modal": true, "fullscreen": true, "user-invalid": true,
-}
-
-var legacyPseudoElements = map[string]bool{"before": true, "after": true, "first-line": true, "first-letter": true}
-
-// parseSelector reads one complex selector.
-func parseSelector(s string) selector {
-	s = strings.TrimSpace(cssUnescape(s))
-	if s == "" || len(s) > 1024 {
-		return selector{kind: selSkip}
-	}
-	var sel selector
-	complexSel := false
-	// Walk the compounds; the last one read is the subject.
-	for i := 0; i < len(s); {
-		if c := s[i]; c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '>' || c == '+' || c == '~' {
-			complexSel = true
-			i++
-			continue
-		}
-		var ok, approx bool
-		var next int
-		sel.tag, sel.id, sel.classes = "", "", nil
-		next, ok, approx = parseCompound(s, i, &sel)
-		if !ok {
-			return selector{kind: selSkip}
-		}
-		if approx {
-			complexSel = true
-		}
-		i = next
-	}
-	if sel.tag == "*" {
-		sel.tag = ""
-	}
-	parts := len(sel.classes)
-	if sel.tag != "" {
-		parts++
-	}
-	if sel.id != "" {
-		parts++
-	}
-	switch {
-	case sel.id != "":
-		sel.key = cssKey{'i', sel.id}
-	case len(sel.classes) > 0:
-		sel.key = cssKey{'c', sel.classes[0]}
-	case sel.tag != "":
-		sel.key = cssKey{'t', sel.tag}
-	default:
-		sel.key = cssKey{'*', ""}
-	}
-	switch {
-	case complexSel || len(sel.classes) > 8:
-		sel.kind = selApprox
-	case parts <= 1:
-		sel.kind = selSimple
-	default:
-		sel.kind = selCompound
-		slices.Sort(sel.classes)
-		sel.classes = slices.Compact(sel.classes)
-	}
-	return sel
-}
-
-// parseCompound reads a compound selector at s[i:] into sel (tag, id,
-// classes) and adds to its specificity. approx reports parts it cannot
-// match exactly (attributes, pseudo-classes, namespaces, nesting).
-func parseCompound(s string, i int, sel *selector) (next int, ok, approx bool) {
-	start := i
-	for i < len(s) {
-		c := s[i]
-		switch {
-		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '>' || c == '+' || c == '~':
-			return i, i > start, approx
-		case c == '*':
-			if i != start {
-				return i, false, false
-			}
-			sel.tag = "*"
-			i++
-		case c == '&':
-			approx = true
-			i++
-		case c == '|':
-			approx = true
-			sel.tag = ""
-			i++
-		case c == '#' || c == '.':
-			name, j := cssIdent(s, i+1)
-			if name == "" {
-				return i, false, false
-			}
-			if c == '#' {
-				if sel.id != "" && sel.id != name {
-					return i, false, false // can never match
-				}
-				sel.id = name
-				sel.spec = addSpec(sel.spec, 100)
-			} else {
-				sel.classes = append(sel.classes, name)
-				sel.spec = addSpec(sel.spec, 10)
-			}
-			i = j
-		case c == '[':
-			end := closingBracket(s, i)
-			if end < 0 {
-				return i, false, false
-			}
-			approx = true
-			sel.spec = addSpec(sel.spec, 10)
-			i = end + 1
-		case c == ':':
-			if strings.HasPrefix(s[i:], "::") {
-				return i, false, false // a pseudo-element
-			}
-			name, j := cssIdent(s, i+1)
-			if name == "" {
-				return i, false, false
-			}
-			if interactivePseudo[name] || legacyPseudoElements[name] {
-				return i, false, false
-			}
-			if j < len(s) && s[j] == '(' {
-				end := closingParen(s, j)
-				if end < 0 {
-					return i, false, false
-				}
-				if name == "not" || name == "is" || name == "where" || name == "has" {
-					for _, bad := range []string{"hover", "focus", "active", "checked", "target"} {
-						if strings.Contains(strings.ToLower(s[j:end]), ":"+bad) {
-							return i, false, false
-						}
-					}
-				}
-				j = end + 1
-			}
-			approx = true
-			sel.spec = addSpec(sel.spec, 10)
-			i = j
-		case c >= 0x80 || isASCIILetter(c) || c == '_' || c == '-' || c == '\\':
-			if i != start && !approx {
-				return i, false, false
-			}
-			name, j := cssIdent(s, i)
-			if name == "" {
-				return i, false, false
-			}
-			if j < len(s) && s[j] == '|' { // a namespace prefix
-				approx = true
-				i = j
-				continue
-			}
-			sel.tag = name
-			sel.spec = addSpec(sel.spec, 1)
-			i = j
-		default:
-			return i, false, false
-		}
-	}
-	return i, i > start, approx
-}
-
-func addSpec(spec, n int32) int32 { return min(spec+n, inlineSpec-1) }
-
-// cssIdent reads an identifier at s[i:] and returns it in lower case.
-func cssIdent(s string, i int) (string, int) {
-	start := i
-	for i < len(s) {
-		c := s[i]
-		if c >= 0x80 || isASCIILetter(c) || c >= '0' && c <= '9' || c == '-' || c == '_' {
-			i++
-			continue
-		}
-		break
-	}
-	return strings.ToLower(s[start:i]), i
-}
-
-func closingParen(s string, i int) int {
-	depth := 0
-	for j := i; j < len(s); j++ {
-		switch s[j] {
-		case '(':
-			depth++
-		case ')':
-			if depth--; depth == 0 {
-				return j
-			}
-		case '"', '\'':
-			k := strings.IndexByte(s[j+1:], s[j])
-			if k < 0 {
-				return -1
-			}
-			j += k + 1
-		}
-	}
-	return -1
-}
-
-func closingBracket(s string, i int) int {
-	for j := i + 1; j < len(s); j++ {
-		switch s[j] {
-		case ']':
-			return j
-		case '"', '\'':
-			k := strings.IndexByte(s[j+1:], s[j])
-			if k < 0 {
-				return -1
-			}
-			j += k + 1
-		}
-	}
-	return -1
 }
 
 // mediaApplies evaluates a media query list for a desktop screen about
@@ -1196,44 +1119,4 @@ func mediaFeatureApplies(f string) (result, known bool) {
 	return false, false
 }
 
-// decodeAttr decodes character references in an attribute value, as a
-// browser does before CSS sees it ("display&colon;none").
-func decodeAttr(v string) string {
-	if !strings.Contains(v, "&") {
-		return v
-	}
-	// Numeric references without the ';' count too ("&#58none").
-	var b strings.Builder
-	for {
-		k := strings.Index(v, "&#")
-		if k < 0 {
-			b.WriteString(v)
-			break
-		}
-		b.WriteString(v[:k])
-		j, base := k+2, 10
-		if j < len(v) && v[j]|0x20 == 'x' {
-			j, base = j+1, 16
-		}
-		d := j
-		for d < len(v) && d-j < 8 && (base == 10 && v[d] >= '0' && v[d] <= '9' || base == 16 && isHex(v[d])) {
-			d++
-		}
-		n, err := strconv.ParseUint(v[j:d], base, 32)
-		if d == j || err != nil {
-			b.WriteString(v[k:j])
-			v = v[j:]
-			continue
-		}
-		r := rune(n)
-		if r == 0 || r > 0x10FFFF || r >= 0xD800 && r <= 0xDFFF {
-			r = 0xFFFD
-		}
-		b.WriteRune(r)
-		if d < len(v) && v[d] == ';' {
-			d++
-		}
-		v = v[d:]
-	}
-	return html2text.HTMLEntitiesToText(b.String())
-}
+func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }

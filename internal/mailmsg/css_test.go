@@ -1,6 +1,10 @@
 package mailmsg
 
-import "testing"
+import (
+	"math"
+	"slices"
+	"testing"
+)
 
 func TestMediaApplies(t *testing.T) {
 	tests := []struct {
@@ -71,55 +75,107 @@ func TestFontSizeKind(t *testing.T) {
 	}
 }
 
-func TestNormColor(t *testing.T) {
-	for in, want := range map[string]string{
-		"#FFF": "#ffffff", "#ffffff": "#ffffff", "white": "#ffffff", "rgb(255, 255, 255)": "#ffffff",
-		"rgb(100%,100%,100%)": "#ffffff", "rgba(0,0,0,0)": "transparent", "#0000": "transparent",
-		"#12345600": "transparent", "#12345680": "#123456", "hsla(0, 0%, 0%, 0)": "transparent",
-		"transparent": "transparent", "red": "red",
+func TestParseColor(t *testing.T) {
+	for in, want := range map[string]rgba{
+		"#FFF": {1, 1, 1, 1}, "#ffffff": {1, 1, 1, 1}, "white": {1, 1, 1, 1}, "rgb(255, 255, 255)": {1, 1, 1, 1},
+		"rgb(100%,100%,100%)": {1, 1, 1, 1}, "rgba(0,0,0,0)": {0, 0, 0, 0}, "#0000": {0, 0, 0, 0},
+		"rgba(0,0,0,.05)": {0, 0, 0, 0.05}, "rgb(0 0 0 / 50%)": {0, 0, 0, 0.5}, "hsla(0, 0%, 0%, 0)": {0, 0, 0, 0},
+		"hsl(0, 100%, 50%)": {1, 0, 0, 1}, "transparent": {0, 0, 0, 0}, "red": {1, 0, 0, 1}, "GhostWhite": {}, "ghostwhite": {248.0 / 255, 248.0 / 255, 1, 1},
 	} {
-		if got := normColor(in); got != want {
-			t.Errorf("normColor(%q) = %q, want %q", in, got, want)
+		got, ok := parseColor(in)
+		if in == "GhostWhite" { // values reach parseColor in lower case
+			if ok {
+				t.Errorf("parseColor(%q) = %v, want not a colour", in, got)
+			}
+			continue
+		}
+		if !ok || math.Abs(got.r-want.r)+math.Abs(got.g-want.g)+math.Abs(got.b-want.b)+math.Abs(got.a-want.a) > 0.01 {
+			t.Errorf("parseColor(%q) = %v %v, want %v", in, got, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "currentcolor", "inherit", "#12345", "rgb(1,2)", "rgb(a,b,c)", "hsl(10%,1%,1%)", "url(x)"} {
+		if c, ok := parseColor(bad); ok {
+			t.Errorf("parseColor(%q) = %v, want not a colour", bad, c)
 		}
 	}
 }
 
-func TestParseSelector(t *testing.T) {
+// Text is unreadable when its colour, composited over the background, is
+// too close to it; translucent backgrounds are composited over what is
+// behind them first.
+func TestUnreadable(t *testing.T) {
+	white := rgba{1, 1, 1, 1}
 	tests := []struct {
-		sel  string
-		kind int
-		key  cssKey
+		name  string
+		color string
+		bgs   []string // outermost first, over the white page
+		want  bool
 	}{
-		{".pre", selSimple, cssKey{'c', "pre"}},
-		{"#Main", selSimple, cssKey{'i', "main"}},
-		{"SPAN", selSimple, cssKey{'t', "span"}},
-		{"*", selSimple, cssKey{'*', ""}},
-		{"td.x", selCompound, cssKey{'c', "x"}},
-		{".a.b", selCompound, cssKey{'c', "a"}},
-		{"div#i.c", selCompound, cssKey{'i', "i"}},
-		{"body .x", selApprox, cssKey{'c', "x"}},
-		{"table > td", selApprox, cssKey{'t', "td"}},
-		{"u + .body .gmail-hide", selApprox, cssKey{'c', "gmail-hide"}},
-		{"span[data-x]", selApprox, cssKey{'t', "span"}},
-		{".x:first-child", selApprox, cssKey{'c', "x"}},
-		{".x:not(.y)", selApprox, cssKey{'c', "x"}},
-		{`.\31 23`, selSimple, cssKey{'c', "123"}},
-		{".x:hover", selSkip, cssKey{}},
-		{"#cb:checked ~ .menu", selSkip, cssKey{}},
-		{".x::before", selSkip, cssKey{}},
-		{".x:after", selSkip, cssKey{}},
-		{"", selSkip, cssKey{}},
-		{"#a#b", selSkip, cssKey{}},
-		{"{", selSkip, cssKey{}},
+		{"black on white", "#000", nil, false},
+		{"white on white", "#fff", nil, true},
+		{"near white on white", "#f7f7f7", nil, true},
+		{"light grey footer text", "#999", nil, false},
+		{"e0e0e0 stays readable", "#e0e0e0", nil, false},
+		{"black on a 5% black cell (a verification code)", "#000", []string{"rgba(0,0,0,.05)"}, false},
+		{"translucent cells stack", "#000", []string{"rgba(0,0,0,.5)", "rgba(0,0,0,.5)"}, false},
+		{"white on stacked translucent black", "#fff", []string{"rgba(0,0,0,.5)", "rgba(0,0,0,.5)"}, false},
+		{"black on stacked translucent black", "#000", []string{"rgba(0,0,0,.6)", "rgba(0,0,0,.9)"}, true},
+		{"transparent text", "transparent", nil, true},
+		{"text at alpha 3%", "rgba(0,0,0,.03)", nil, true},
+		{"transparent background shows the parent's", "#fff", []string{"#000", "transparent"}, false},
+		{"same colour on a coloured cell", "#22bc66", []string{"#22BC66"}, true},
+		{"image background is unknown", "#fff", []string{"url(hero.jpg)"}, false},
+		{"translucent over an image is unknown", "#fff", []string{"url(hero.jpg)", "rgba(255,255,255,.5)"}, false},
 	}
 	for _, tt := range tests {
-		got := parseSelector(tt.sel)
-		if got.kind != tt.kind || got.kind != selSkip && got.key != tt.key {
-			t.Errorf("parseSelector(%q) = kind %d key %v, want %d %v", tt.sel, got.kind, got.key, tt.kind, tt.key)
+		st := rootState
+		st.bg = white
+		for _, bg := range tt.bgs {
+			st = inherit(st, ownStyle{opacity: 1, color: rgba{a: -1}, bg: backgroundColor(bg)})
+		}
+		c, _ := parseColor(tt.color)
+		st = inherit(st, ownStyle{opacity: 1, color: c, bg: rgba{a: -1}})
+		if got := st.unreadable(); got != tt.want {
+			t.Errorf("%s: unreadable = %v, want %v (contrast %.2f)", tt.name, got, tt.want, contrast(over(st.color, st.bg), st.bg))
 		}
 	}
-	if a, b := parseSelector("#x").spec, parseSelector("div.a.b").spec; a <= b {
-		t.Errorf("specificity of #x (%d) not above div.a.b (%d)", a, b)
+}
+
+func TestSplitCompounds(t *testing.T) {
+	tests := []struct {
+		sel   string
+		parts []string
+		combs string
+		ok    bool
+	}{
+		{".a", []string{".a"}, "", true},
+		{"table.body .container td", []string{"table.body", ".container", "td"}, "  ", true},
+		{"a > b + c ~ d", []string{"a", "b", "c", "d"}, ">+~", true},
+		{"a>b", []string{"a", "b"}, ">", true},
+		{`td[title="a b > c"] .x:not(.y, .z)`, []string{`td[title="a b > c"]`, ".x:not(.y, .z)"}, " ", true},
+		{"li:nth-child(2n + 1)", []string{"li:nth-child(2n + 1)"}, "", true},
+		{"> a", nil, "", false},
+		{"a >", nil, "", false},
+		{"a > > b", nil, "", false},
+		{"a[x", nil, "", false},
+	}
+	for _, tt := range tests {
+		parts, combs, ok := splitCompounds(tt.sel)
+		if ok != tt.ok || ok && (!slices.Equal(parts, tt.parts) || string(combs) != tt.combs) {
+			t.Errorf("splitCompounds(%q) = %q %q %v, want %q %q %v", tt.sel, parts, combs, ok, tt.parts, tt.combs, tt.ok)
+		}
+	}
+}
+
+func TestCompoundKey(t *testing.T) {
+	for in, want := range map[string]cssKey{
+		".pre": {'c', "pre"}, "#Main": {'i', "Main"}, "SPAN": {'t', "span"}, "*": {'*', ""},
+		"td.x": {'c', "x"}, "div#i.c": {'i', "i"}, "span[data-x]": {'t', "span"}, ":not(.x)": {'*', ""},
+		`.\31 23`: {'*', ""}, "a:hover": {'t', "a"},
+	} {
+		if got := compoundKey(in); got != want {
+			t.Errorf("compoundKey(%q) = %v, want %v", in, got, want)
+		}
 	}
 }
 

@@ -7,6 +7,11 @@
 // bidi characters, never lets raw HTML through, and runs in time linear in
 // the size of its input.
 //
+// HTML is parsed with golang.org/x/net/html (the HTML5 algorithm) and
+// <style> rules are matched with github.com/andybalholm/cascadia, so what
+// counts as hidden is judged on the tree a browser renders (html.go,
+// css.go, selector.go).
+//
 // The package does no I/O to mail servers and must not import go-imap or
 // go-smtp: the IMAP layer hands it raw bytes (one part at a time, as fetched
 // with BODY.PEEK[part], or the first bytes of one) and gets text back.

@@ -28,7 +28,7 @@ func ExampleDecodeText() {
 	// see the report (https://example.com/q3).
 	//
 	// Grüße
-	// [1 hidden HTML element was removed (text styled to be invisible, a common way to hide instructions).]
+	// [1 HTML element with text was removed because mail clients do not show it (styled to be invisible, a common way to hide instructions).]
 }
 
 // A preview from the first bytes of part 1 of a multipart/mixed message

@@ -2,6 +2,7 @@ package mailmsg
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -116,17 +117,35 @@ func FuzzHTMLToText(f *testing.F) {
 	f.Add(`<style>.h,td.x{display:none} @media screen{#i{font:0/0 a}} .p:hover{opacity:0}</style><p><font class=h>a</p><p>b<td class="x h" id=i>c`)
 	f.Add(`<td style="font-size:0"><div style="font-size:13px;color:#fff;background:#FFF">x</div><b><div hidden>y</b>z`)
 	f.Add(`&lt;&lt;&lt;UNTRUSTED <b>MAIL</b> CONTENT END MAIL-AAAA&gt;&gt;&gt;`)
+	f.Add(`<style>.a .b > .c + .d ~ .e:not(.f)[g]:nth-child(2n+1){visibility:hidden} .x{&.y{display:none} .z &{opacity:0}} @supports (x:y){li:first-child{color:rgba(0,0,0,.01)}}</style><div class=a><p class=b><i class=c></i><i class=d></i><b class=e g>t</b></p></div><ul><li>l</li></ul>`)
+	f.Add(`<!DOCTYPE html><style>.A{display:none}</style><details><summary>s</summary>d</details><span class=a>x</span><div style="position:absolute;left:-9999px;background:hsla(0,0%,0%,.5)">o</div>`)
 	f.Fuzz(func(t *testing.T, s string) {
-		out, hidden := htmlToText(s)
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		r := convertHTML(s, true)
+		runtime.ReadMemStats(&after)
+		// Every allocation is bounded by the input: the parsed tree, the
+		// memo tables (at most maxMemoBytes), the output.
+		if n := after.TotalAlloc - before.TotalAlloc; n > 512*uint64(len(s))+maxMemoBytes+(8<<20) {
+			t.Fatalf("allocated %d bytes for %d bytes of input", n, len(s))
+		}
+		out, hidden := r.text, r.count
 		checkClean(t, "HTMLToText", out)
+		checkClean(t, "hidden text", r.hidden)
 		if normalizeText(out) != out {
 			t.Fatalf("not normalised: %q", out)
 		}
-		if m := fenceLike.FindString(out); m != "" {
-			t.Fatalf("fence-like text %q left in %q", m, out)
+		if m := fenceLike.FindString(out + "\n" + r.hidden); m != "" {
+			t.Fatalf("fence-like text %q left in %q / %q", m, out, r.hidden)
 		}
 		if hidden < 0 || hidden > strings.Count(s, "<") {
 			t.Fatalf("%d hidden elements in %d bytes", hidden, len(s))
+		}
+		if hidden == 0 && r.hidden != "" {
+			t.Fatalf("hidden text %q with no hidden element", r.hidden)
+		}
+		if plain := HTMLToText(s); plain != out {
+			t.Fatalf("the text depends on keepHidden: %q / %q", plain, out)
 		}
 	})
 }

@@ -2,11 +2,12 @@ package mailmsg
 
 import (
 	"fmt"
-	"slices"
+	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
-	"github.com/k3a/html2text"
+	"golang.org/x/net/html"
 )
 
 // HTMLToText converts an HTML document or fragment to readable plain text:
@@ -15,91 +16,299 @@ import (
 // (numbered in an <ol>), blockquotes as "> " lines, <pre> spacing kept.
 // Link URLs are left out when the link text already shows them, the link
 // has no text (images), or they are javascript:, data: or #fragment links.
-// The contents of <script>, <style>, <head>, <template> and comments are
-// dropped, and so is text a reader does not see (see css.go): elements
-// hidden with display:none, visibility:hidden, a zero font size, opacity 0,
-// a zero-sized box with hidden overflow, a colour equal to the background or
-// the hidden attribute, whether by their style attribute or by a rule of a
+// The contents of <script>, <style>, <head>, <template>, <noscript> and
+// comments are dropped, and so is text a reader does not see (see css.go):
+// elements hidden with display:none, visibility:hidden, a zero font size,
+// opacity near 0, a zero-sized box with hidden overflow, a position off the
+// screen, a text colour too close to its background, the hidden attribute
+// or a closed <details>, whether by their style attribute or by a rule of a
 // <style> block. Hidden text is a common way to address the model behind
 // the reader's back. The result is sanitised and tidied like DecodeText's.
 //
-// It runs in time linear in len(html).
+// The document is parsed as a browser parses it (golang.org/x/net/html
+// implements the HTML5 parsing algorithm), so the tree whose visibility is
+// judged is the one a mail client renders. It runs in time linear in
+// len(html): the style matching is budgeted (selector.go); the parser
+// looks through at most 512 open elements per tag, as browsers do.
 func HTMLToText(html string) string {
-	text, _ := htmlToText(html)
-	return text
+	return convertHTML(html, false).text
 }
 
-// hiddenWarning is the warning for n hidden elements whose text was left
-// out.
-func hiddenWarning(n int) string {
+// htmlText is what convertHTML makes of a document.
+type htmlText struct {
+	text   string // what a reader sees
+	hidden string // the text of the hidden elements, one line per element (only when asked for)
+	count  int    // hidden elements (outermost ones) that had text
+}
+
+// HiddenWarning is the warning for n hidden HTML elements whose text was
+// left out (DecodeText gives it).
+func HiddenWarning(n int) string {
 	if n == 1 {
-		return "1 hidden HTML element was removed (text styled to be invisible, a common way to hide instructions)."
+		return "1 HTML element with text was removed because mail clients do not show it (styled to be invisible, a common way to hide instructions)."
 	}
-	return fmt.Sprintf("%d hidden HTML elements were removed (text styled to be invisible, a common way to hide instructions).", n)
+	return fmt.Sprintf("%d HTML elements with text were removed because mail clients do not show them (styled to be invisible, a common way to hide instructions).", n)
 }
 
-// htmlToText also returns how many hidden elements had text that was
-// dropped (an element hidden inside another hidden one counts with it).
-//
-// k3a/html2text does the last step (entities, white space, line breaks), but
-// it cannot be given mail HTML directly: a "</a>" inside a script string or
-// an <a> without href makes it hide the rest of the document, a bare "<"
-// swallows the text up to the next ">", comments containing ">" leak, and
-// divs and table cells run together. So a tokenizer here first reduces the
-// HTML to text plus <br>, the only input k3a then sees.
-func htmlToText(html string) (string, int) {
-	// Sanitising first drops invisible characters k3a would turn into
-	// spaces (U+200B) and controls the tokenizer need not think about.
-	html = sanitizeChars(html)
-	c := newHTMLConv()
-	if hasStyleTag(html) {
-		// A <style> block applies to the whole document, also to what
-		// comes before it: read them all first.
-		pre := htmlConv{collecting: true, sheet: newStyleSheet()}
-		pre.run(html)
-		if !pre.sheet.empty() {
-			c.sheet = pre.sheet
-		}
-	}
-	c.out.Grow(len(html) / 2)
-	c.run(html)
-	c.closeLink()
-	out := html2text.HTML2TextWithOptions(c.out.String(), html2text.WithUnixLineBreaks())
-	out = strings.ReplaceAll(out, "\u00a0", " ")
-	return normalizeText(Sanitize(out)), c.hiddenCount
+// htmlToText is convertHTML without the hidden text.
+func htmlToText(s string) (string, int) {
+	r := convertHTML(s, false)
+	return r.text, r.count
 }
 
-// hasStyleTag reports whether s has a "<style" (any case).
-func hasStyleTag(s string) bool {
-	for i := 0; ; {
-		k := strings.IndexByte(s[i:], '<')
-		if k < 0 {
-			return false
+// convertHTML converts a document; keepHidden also collects the text of
+// hidden elements.
+func convertHTML(s string, keepHidden bool) htmlText {
+	// Sanitising first drops invisible characters and controls.
+	s = sanitizeChars(s)
+	doc, rest := parseHTML(s)
+	r := &renderer{lineStart: true, keepHidden: keepHidden}
+	if css := styleBlocks(doc); len(css.rules) > 0 {
+		if sh := newStyleSheet(css.rules, quirksMode(doc)); !sh.empty() {
+			r.m = newMatcher(sh, doc, matchBudget(len(s)))
 		}
-		i += k + 1
-		if i+5 <= len(s) && asciiEqualFold(s[i:i+5], "style") {
+	}
+	r.out.Grow(len(s) / 4)
+	r.walk(doc, rootState, nil, false)
+	r.closeLink()
+	if rest != "" {
+		// Deeper than the parser goes: kept out of the visible text.
+		run := &hiddenRun{}
+		r.startHidden()
+		tokenText(rest, func(t string) { r.hiddenText(t, run) })
+	}
+	out := strings.ReplaceAll(r.out.String(), "\u00a0", " ")
+	res := htmlText{text: normalizeText(Sanitize(out)), count: r.count}
+	if keepHidden {
+		res.hidden = normalizeText(Sanitize(strings.ReplaceAll(r.hid.String(), "\u00a0", " ")))
+	}
+	return res
+}
+
+// parseHTML parses s with the HTML5 algorithm. x/net/html refuses a
+// document nested deeper than 512 elements (Chromium stops nesting there
+// too); then the longest prefix it accepts is parsed, and the rest is
+// returned, to be treated as hidden.
+func parseHTML(s string) (*html.Node, string) {
+	doc, err := html.Parse(strings.NewReader(s))
+	if err == nil {
+		return doc, ""
+	}
+	cut := len(s)
+	for range 4 {
+		// Read one byte at a time to learn where it gave up.
+		cr := &byteReader{s: s[:cut]}
+		if _, err := html.Parse(cr); err == nil {
+			break
+		}
+		k := strings.LastIndexByte(s[:max(cr.n-1, 0)], '<')
+		if k <= 0 {
+			break
+		}
+		cut = k
+		if doc, err := html.Parse(strings.NewReader(s[:cut])); err == nil {
+			return doc, s[cut:]
+		}
+	}
+	doc, _ = html.Parse(strings.NewReader(""))
+	return doc, s
+}
+
+// byteReader hands out s one byte per Read and counts them.
+type byteReader struct {
+	s string
+	n int
+}
+
+func (b *byteReader) Read(p []byte) (int, error) {
+	if b.n >= len(b.s) {
+		return 0, io.EOF
+	}
+	if len(p) == 0 {
+		return 0, nil
+	}
+	p[0] = b.s[b.n]
+	b.n++
+	return 1, nil
+}
+
+// tokenText calls f with the text of s outside tags, comments, scripts and
+// styles (for what the parser could not nest).
+func tokenText(s string, f func(string)) {
+	z := html.NewTokenizer(strings.NewReader(s))
+	skip := 0
+	for {
+		switch z.Next() {
+		case html.ErrorToken:
+			return
+		case html.TextToken:
+			if skip == 0 {
+				f(string(z.Text()))
+			}
+		case html.StartTagToken:
+			if name, _ := z.TagName(); string(name) == "script" || string(name) == "style" {
+				skip++
+			}
+		case html.EndTagToken:
+			if name, _ := z.TagName(); (string(name) == "script" || string(name) == "style") && skip > 0 {
+				skip--
+			}
+		}
+	}
+}
+
+// styleBlocks reads the rules of the document's <style> elements that
+// apply on a desktop screen (by their media attribute), in document order;
+// those inside <template> are inert.
+func styleBlocks(doc *html.Node) *cssReader {
+	r := &cssReader{}
+	var walk func(n *html.Node)
+	walk = func(n *html.Node) {
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode {
+				continue
+			}
+			switch {
+			case c.Data == "template" && c.Namespace == "":
+				continue
+			case c.Data == "style":
+				if mediaApplies(attr(c, "media")) {
+					var b strings.Builder
+					for t := c.FirstChild; t != nil; t = t.NextSibling {
+						if t.Type == html.TextNode {
+							b.WriteString(t.Data)
+						}
+					}
+					r.addCSS(b.String())
+				}
+				continue
+			}
+			walk(c)
+		}
+	}
+	walk(doc)
+	return r
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key && a.Namespace == "" {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+// quirksMode tells whether a browser renders the document in quirks mode,
+// where class and id selectors ignore ASCII case. Without a doctype, or with
+// one it does not know as standards or almost-standards mode, it says yes:
+// matching without case then hides what the browser may hide.
+func quirksMode(doc *html.Node) bool {
+	for c := doc.FirstChild; c != nil; c = c.NextSibling {
+		if c.Type != html.DoctypeNode {
+			continue
+		}
+		if c.Data != "html" {
 			return true
 		}
+		var public, system string
+		hasSystem := false
+		for _, a := range c.Attr {
+			switch a.Key {
+			case "public":
+				public = strings.ToLower(a.Val)
+			case "system":
+				system, hasSystem = strings.ToLower(a.Val), true
+			}
+		}
+		switch {
+		case public == "" && system != "http://www.ibm.com/data/dtd/v11/ibmxhtml1-transitional.dtd":
+			return false
+		case strings.HasPrefix(public, "-//w3c//dtd xhtml 1.0 "), strings.HasPrefix(public, "-//w3c//dtd xhtml 1.1//"),
+			strings.HasPrefix(public, "-//w3c//dtd html 4.01//"), strings.HasPrefix(public, "-//w3c//dtd html 4.0//"):
+			return false
+		case hasSystem && (strings.HasPrefix(public, "-//w3c//dtd html 4.01 transitional//") || strings.HasPrefix(public, "-//w3c//dtd html 4.01 frameset//")):
+			return false
+		}
+		return true
 	}
+	return true
 }
 
-// htmlConv turns HTML into the simplified stream for k3a: text with "<" and
-// ">" escaped and entities left for k3a to decode, and "<br>" tags.
-//
-// To know what is hidden it keeps the open elements the way a browser's
-// tree builder does, closely enough that mis-nested mail HTML cannot show
-// the model text the browser hides: end tags close only what they close in
-// a browser (a stray end tag is ignored), start tags close what they
-// implicitly end (<p>, <li>, <td>, <head>), and formatting elements (<b>,
-// <font>, ...) closed implicitly are reopened before the next text, as
-// browsers do. Where it must simplify (the adoption agency for mis-nested
-// formatting end tags, more than maxDepth open elements), it keeps text
-// hidden rather than showing it.
-type htmlConv struct {
+// elemAttrs holds the attributes that matter (the first of duplicates, as
+// browsers keep).
+type elemAttrs struct {
+	style, color, bgcolor, background, hrefVal string
+	hidden, href, open                         bool
+}
+
+func attrsOf(n *html.Node) elemAttrs {
+	var a elemAttrs
+	var seen uint8
+	for _, at := range n.Attr {
+		if at.Namespace != "" {
+			continue
+		}
+		var bit uint8
+		switch at.Key {
+		case "style":
+			bit = 1
+		case "color":
+			bit = 2
+		case "bgcolor":
+			bit = 4
+		case "background":
+			bit = 8
+		case "href":
+			bit = 16
+		case "hidden":
+			a.hidden = true
+		case "open":
+			a.open = true
+		}
+		if bit == 0 || seen&bit != 0 {
+			continue
+		}
+		seen |= bit
+		switch at.Key {
+		case "style":
+			a.style = at.Val
+		case "color":
+			a.color = legacyColor(at.Val)
+		case "bgcolor":
+			a.bgcolor = legacyColor(at.Val)
+		case "background":
+			a.background = at.Val
+		case "href":
+			a.href, a.hrefVal = true, at.Val
+		}
+	}
+	return a
+}
+
+// legacyColor reads a colour attribute (bgcolor="ffffff" is #ffffff).
+func legacyColor(v string) string {
+	v = strings.TrimSpace(v)
+	if len(v) == 6 || len(v) == 3 {
+		hex := true
+		for i := 0; i < len(v); i++ {
+			hex = hex && isHex(v[i])
+		}
+		if hex {
+			return "#" + v
+		}
+	}
+	return strings.ToLower(v)
+}
+
+// renderer walks the parsed document and writes what a reader sees.
+type renderer struct {
 	out strings.Builder
 
 	started    bool // visible text has been written
 	lineStart  bool // the output is at the start of a line
+	space      bool // a space is owed before the next visible text
+	lastSpace  bool // the output ends with a space
 	pendingNL  int  // line breaks owed before the next visible text (2 = blank line)
 	quoteDepth int
 	preDepth   int
@@ -115,899 +324,311 @@ type htmlConv struct {
 	linkHref string
 	linkText strings.Builder
 
-	// Open elements.
-	stack     []elem
-	base      elem             // what the empty stack stands for
-	last      map[string]int32 // index of the topmost open element of each name
-	overflow  int              // elements opened beyond maxDepth (not on the stack)
-	ovState   visState         // visibility inside them: once hidden, hidden until they all close
-	ovCounted bool
-	afe       []afeEntry // active formatting elements, with markers (td, th, ...)
-	afeNextID int32
-	needRecon bool // a formatting element was closed implicitly
+	m          *matcher // nil without style rules
+	next       int32    // the index in m.elems of the next element
+	styleCache map[string][]propDecl
 
-	sheet      *styleSheet // rules of the document's <style> blocks; nil if none
-	collecting bool        // first pass: only read <style> blocks into sheet
-
-	hiddenCount int
+	keepHidden bool
+	hid        strings.Builder // the hidden text
+	hidSpace   bool
+	count      int
 }
 
-func newHTMLConv() *htmlConv {
-	return &htmlConv{
-		lineStart: true,
-		last:      map[string]int32{},
-		base:      elem{hider: -1, prevSame: -1, special: -1, specialNotADP: -1, defBound: -1, tableBound: -1},
+// hiddenRun is one stretch of hidden content: an element that hides and
+// what it holds.
+type hiddenRun struct{ counted bool }
+
+// skipped elements are never rendered, nor is anything in them.
+func skipped(n *html.Node) bool {
+	if n.Namespace != "" {
+		return n.Data == "style" || n.Data == "script"
 	}
-}
-
-// maxDepth caps the open elements tracked (Blink caps the DOM depth at 512
-// too).
-const maxDepth = 512
-
-// elem is an open element.
-type elem struct {
-	name string
-	st   visState // what its content inherits
-	// hider is the index of the element that started the hidden stretch
-	// this one is in (itself or an ancestor), -1 when it is visible.
-	hider    int32
-	prevSame int32 // the next open element below with the same name, -1
-	// The topmost open element at or below this one that is special
-	// (HTML's category), special but not address/div/p, or a boundary of the
-	// default or the table scope; -1 if none.
-	special, specialNotADP, defBound, tableBound int32
-
-	rendered  bool  // its start was rendered, so its end is too
-	countable bool  // as a hider, counts towards hiddenCount (not <head>)
-	counted   bool  // as a hider, has been counted
-	afeID     int32 // a formatting element's entry (reopened copies count once); 0 if none
-}
-
-type afeEntry struct {
-	name    string
-	own     ownStyle
-	id      int32 // shared by the element and its reopened copies
-	marker  bool
-	open    bool // on the stack
-	counted bool // one of its copies was counted as hidden
-}
-
-// maxAFE caps the formatting elements remembered after the last marker.
-const maxAFE = 64
-
-func (c *htmlConv) run(s string) {
-	i := 0
-	for i < len(s) {
-		j := strings.IndexByte(s[i:], '<')
-		if j < 0 {
-			c.text(s[i:])
-			return
-		}
-		if j > 0 {
-			c.text(s[i : i+j])
-		}
-		i = c.markup(s, i+j)
+	switch n.Data {
+	case "head", "script", "style", "template", "title", "noscript", "iframe", "noembed", "noframes":
+		return true
 	}
+	return false
 }
 
-// markup handles the construct starting with '<' at s[i] and returns where
-// parsing continues.
-func (c *htmlConv) markup(s string, i int) int {
-	if i+1 >= len(s) {
-		c.text("&lt;")
-		return len(s)
-	}
-	switch n := s[i+1]; {
-	case n == '!':
-		if strings.HasPrefix(s[i:], "<!--") {
-			return commentEnd(s, i+4)
-		}
-		return bogusCommentEnd(s, i+2)
-	case n == '?':
-		return bogusCommentEnd(s, i+2)
-	case n == '/':
-		if i+2 < len(s) && isASCIILetter(s[i+2]) {
-			name, p := tagName(s, i+2)
-			_, end, closed := parseAttrs(s, p)
-			if closed && !c.collecting {
-				c.endTag(name)
+// walk renders the children of n, which inherit st; run is the hidden
+// stretch they are in (nil when visible). closedDetails says n is a
+// <details> without open: only its first <summary> is shown.
+func (r *renderer) walk(n *html.Node, st visState, run *hiddenRun, closedDetails bool) {
+	summary := false
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		cst := st
+		if closedDetails {
+			if c.Type == html.ElementNode && c.Data == "summary" && c.Namespace == "" && !summary {
+				summary = true
+			} else {
+				cst.drop = true
 			}
-			return end
 		}
-		if i+2 < len(s) && s[i+2] == '>' {
-			return i + 3
-		}
-		return bogusCommentEnd(s, i+2)
-	case isASCIILetter(n):
-		name, p := tagName(s, i+1)
-		attrs, end, closed := parseAttrs(s, p)
-		if !closed {
-			return end // EOF inside a tag: the tag is dropped
-		}
-		switch name {
-		case "script", "style", "title", "iframe", "noembed", "noframes":
-			contentEnd, after := rawTextEnd(s, end, name)
-			if name == "style" && c.collecting && mediaApplies(decodeAttr(attrs.media)) {
-				c.sheet.addCSS(s[end:contentEnd])
+		switch c.Type {
+		case html.TextNode:
+			if cst.hidden() {
+				crun := run
+				if crun == nil {
+					crun = &hiddenRun{}
+					r.startHidden()
+				}
+				r.hiddenText(c.Data, crun)
+			} else {
+				r.text(c.Data)
 			}
-			return after
-		case "textarea", "xmp":
-			contentEnd, after := rawTextEnd(s, end, name)
-			if !c.collecting {
-				c.startTag(name, &attrs)
-				c.text(s[end:contentEnd])
-				c.endTag(name)
+		case html.ElementNode:
+			r.element(c, cst, run)
+		}
+	}
+}
+
+func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
+	e := r.next // its index in the matcher's list
+	r.next++
+	if skipped(n) {
+		r.skipSubtree(e)
+		return
+	}
+	name := n.Data
+	if n.Namespace != "" {
+		name = "" // foreign content: no HTML rendering
+	}
+	if name == "br" {
+		r.hidSpace = r.hidSpace || st.hidden()
+		if !st.hidden() {
+			r.pendingNL = min(r.pendingNL+1, 3)
+			if !r.started {
+				r.pendingNL = 0
 			}
-			return after
 		}
-		if !c.collecting {
-			c.startTag(name, &attrs)
-		}
-		return end
+		return
 	}
-	c.text("&lt;")
-	return i + 1
+	a := attrsOf(n)
+	var own ownStyle
+	if !st.drop {
+		own = r.styleFor(e, n, name, &a)
+	} else {
+		own = ownStyle{drop: true, opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
+	}
+	cst := inherit(st, own)
+	crun := run
+	switch {
+	case !cst.hidden():
+		crun = nil
+	case run == nil:
+		crun = &hiddenRun{}
+		r.startHidden()
+	}
+	if cst.drop {
+		// Nothing inside can show: only its text is collected.
+		r.dropped(n, crun)
+		r.skipSubtree(e)
+		return
+	}
+	r.openOutput(name, &a)
+	block := isLineBlock(name) || isParaBlock(name)
+	r.hidSpace = r.hidSpace || block
+	if r.m != nil {
+		r.m.enter(e)
+	}
+	r.walk(n, cst, crun, name == "details" && !a.open)
+	if r.m != nil {
+		r.m.leave(e)
+	}
+	r.hidSpace = r.hidSpace || block
+	r.closeOutput(name)
 }
 
-// commentEnd returns the index after the comment whose text starts at s[p]
-// ("-->", "--!>", or the abrupt "<!-->" and "<!--->"), or len(s).
-func commentEnd(s string, p int) int {
-	if strings.HasPrefix(s[p:], ">") {
-		return p + 1
-	}
-	if strings.HasPrefix(s[p:], "->") {
-		return p + 2
-	}
-	for {
-		k := strings.Index(s[p:], "--")
-		if k < 0 {
-			return len(s)
-		}
-		q := p + k + 2
-		if q < len(s) && s[q] == '>' {
-			return q + 1
-		}
-		if q+1 < len(s) && s[q] == '!' && s[q+1] == '>' {
-			return q + 2
-		}
-		p += k + 1
-	}
-}
-
-func bogusCommentEnd(s string, p int) int {
-	if k := strings.IndexByte(s[p:], '>'); k >= 0 {
-		return p + k + 1
-	}
-	return len(s)
-}
-
-// rawTextEnd finds the end tag closing a raw text element whose content
-// starts at s[p]; it returns where the content ends and where parsing
-// continues.
-func rawTextEnd(s string, p int, name string) (contentEnd, after int) {
-	for q := p; ; {
-		k := strings.Index(s[q:], "</")
-		if k < 0 {
-			return len(s), len(s)
-		}
-		t := q + k + 2
-		if t+len(name) <= len(s) && asciiEqualFold(s[t:t+len(name)], name) &&
-			(t+len(name) == len(s) || strings.IndexByte("\t\n\f\r />", s[t+len(name)]) >= 0) {
-			return q + k, bogusCommentEnd(s, t+len(name))
-		}
-		q = t
+// skipSubtree moves the element count past the subtree of element e.
+func (r *renderer) skipSubtree(e int32) {
+	if r.m != nil && int(e) < len(r.m.elems) {
+		r.next = e + r.m.elems[e].subtree
 	}
 }
 
-// asciiEqualFold is strings.EqualFold for ASCII only, as HTML tag names
-// compare (no Unicode folding of "ſ" or "K").
-func asciiEqualFold(a, lower string) bool {
-	if len(a) != len(lower) {
-		return false
-	}
-	for i := 0; i < len(a); i++ {
-		c := a[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
+// dropped collects the text of an element nothing of which shows.
+func (r *renderer) dropped(n *html.Node, run *hiddenRun) {
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		switch c.Type {
+		case html.TextNode:
+			r.hiddenText(c.Data, run)
+		case html.ElementNode:
+			if skipped(c) {
+				continue
+			}
+			if c.Data == "br" || isLineBlock(c.Data) || isParaBlock(c.Data) {
+				r.hidSpace = true
+			}
+			r.dropped(c, run)
 		}
-		if c != lower[i] {
+	}
+}
+
+// styleFor computes what an element's own attributes and the style sheet
+// say about its visibility.
+func (r *renderer) styleFor(e int32, n *html.Node, name string, a *elemAttrs) ownStyle {
+	var p cssProps
+	applied := r.m != nil && r.m.cascade(&p, e, n)
+	if !applied && a.style == "" && !a.hidden && a.color == "" && a.bgcolor == "" && a.background == "" {
+		o := ownStyle{opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
+		if name == "a" && a.href {
+			o.color = linkColor
+		}
+		return o
+	}
+	if a.style != "" {
+		p.apply(r.inlineDecls(a.style))
+	}
+	return styleOf(&p, name, a)
+}
+
+// inlineDecls parses a style attribute. Mail repeats the same few style
+// attributes on many elements, so up to maxStyleCache of them are kept.
+func (r *renderer) inlineDecls(style string) []propDecl {
+	if d, ok := r.styleCache[style]; ok {
+		return d
+	}
+	d := parseDecls(nil, stripCSSComments(style), inlineSpec, inlineOrder)
+	if len(r.styleCache) < maxStyleCache && len(style) <= 1024 {
+		if r.styleCache == nil {
+			r.styleCache = map[string][]propDecl{}
+		}
+		r.styleCache[style] = d
+	}
+	return d
+}
+
+const maxStyleCache = 1024
+
+// startHidden begins a new stretch of hidden text on its own line.
+func (r *renderer) startHidden() {
+	if r.keepHidden && r.hid.Len() > 0 {
+		r.hid.WriteByte('\n')
+		r.hidSpace = false
+	}
+}
+
+// hiddenText records text of a hidden stretch.
+func (r *renderer) hiddenText(t string, run *hiddenRun) {
+	if isBlankText(t) {
+		r.hidSpace = r.hidSpace || t != ""
+		return
+	}
+	if !run.counted {
+		run.counted = true
+		r.count++
+	}
+	if !r.keepHidden || r.hid.Len() > MaxPartBytes {
+		return
+	}
+	for i, w := range strings.FieldsFunc(t, isCollapsible) {
+		if (i > 0 || r.hidSpace || startsWithSpace(t)) && r.hid.Len() > 0 && !strings.HasSuffix(r.hid.String(), "\n") {
+			r.hid.WriteByte(' ')
+		}
+		r.hid.WriteString(w)
+	}
+	_, size := utf8.DecodeLastRuneInString(t)
+	r.hidSpace = isCollapsibleString(t[len(t)-size:])
+}
+
+func startsWithSpace(t string) bool {
+	r, _ := utf8.DecodeRuneInString(t)
+	return isCollapsible(r)
+}
+
+func isCollapsibleString(s string) bool {
+	r, _ := utf8.DecodeRuneInString(s)
+	return isCollapsible(r)
+}
+
+// isCollapsible reports whether r is white space that collapses with its
+// neighbours (and the few Unicode spaces treated alike).
+func isCollapsible(r rune) bool {
+	switch r {
+	case ' ', '\t', '\n', '\r', '\f', '\v', 0x85, 0x2028, 0x2029:
+		return true
+	}
+	return r >= 0x2008 && r <= 0x200B
+}
+
+// isBlankText reports whether t renders as nothing but white space: white
+// space, no-break and zero-width spaces and joiners (mail "preheader"
+// padding is made of these).
+func isBlankText(t string) bool {
+	for _, r := range t {
+		switch {
+		case isCollapsible(r), r == 0xA0, r == 0x200C, r == 0x200D, r == 0x34F, r == 0xFEFF, r == 0xAD:
+		default:
 			return false
 		}
 	}
 	return true
 }
 
-func isASCIILetter(c byte) bool { return c|0x20 >= 'a' && c|0x20 <= 'z' }
-
-// tagName reads a tag name at s[p:] and returns it in lower case (names
-// longer than any we care about come back as "?").
-func tagName(s string, p int) (string, int) {
-	start := p
-	for p < len(s) && strings.IndexByte("\t\n\f\r />", s[p]) < 0 {
-		p++
-	}
-	name := s[start:p]
-	if len(name) > 10 {
-		return "?", p
-	}
-	for i := 0; i < len(name); i++ {
-		if c := name[i]; c >= 'A' && c <= 'Z' {
-			return strings.ToLower(name), p
-		}
-	}
-	return name, p
-}
-
-// htmlAttrs holds the attributes that matter, raw (character references
-// are decoded only when a value is used).
-type htmlAttrs struct {
-	href, style, class, id, media string
-	color, bgcolor, background    string // <font color>, <td bgcolor>, <td background>
-	hidden                        bool
-	seen                          uint16 // HTML keeps the first of duplicate attributes
-}
-
-var attrBits = map[string]uint16{
-	"href": 1, "style": 2, "class": 4, "id": 8, "media": 16, "color": 32, "bgcolor": 64, "background": 128,
-}
-
-func (a *htmlAttrs) set(name, val string) {
-	if len(name) > 10 {
-		return
-	}
-	var lower [10]byte
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= 'A' && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		lower[i] = c
-	}
-	n := string(lower[:len(name)])
-	if n == "hidden" {
-		a.hidden = true
-		return
-	}
-	bit, ok := attrBits[n]
-	if !ok || a.seen&bit != 0 {
-		return
-	}
-	a.seen |= bit
-	switch n {
-	case "href":
-		a.href = val
-	case "style":
-		a.style = val
-	case "class":
-		a.class = val
-	case "id":
-		a.id = val
-	case "media":
-		a.media = val
-	case "color":
-		a.color = val
-	case "bgcolor":
-		a.bgcolor = val
-	case "background":
-		a.background = val
-	}
-}
-
-// parseAttrs reads attributes up to and including the closing '>' and
-// returns the few that matter, the index after the tag and whether the tag
-// was closed before the end of s.
-func parseAttrs(s string, p int) (a htmlAttrs, end int, closed bool) {
-	for p < len(s) {
-		switch s[p] {
-		case '>':
-			return a, p + 1, true
-		case ' ', '\t', '\n', '\f', '\r', '/':
-			p++
-			continue
-		}
-		start := p
-		p++ // the first character may be '='
-		for p < len(s) && strings.IndexByte("\t\n\f\r />=", s[p]) < 0 {
-			p++
-		}
-		name := s[start:p]
-		for p < len(s) && strings.IndexByte("\t\n\f\r ", s[p]) >= 0 {
-			p++
-		}
-		val := ""
-		if p < len(s) && s[p] == '=' {
-			p++
-			for p < len(s) && strings.IndexByte("\t\n\f\r ", s[p]) >= 0 {
-				p++
-			}
-			if p < len(s) && (s[p] == '"' || s[p] == '\'') {
-				k := strings.IndexByte(s[p+1:], s[p])
-				if k < 0 {
-					return a, len(s), false
-				}
-				val = s[p+1 : p+1+k]
-				p += k + 2
-			} else {
-				vs := p
-				for p < len(s) && strings.IndexByte("\t\n\f\r >", s[p]) < 0 {
-					p++
-				}
-				val = s[vs:p]
-			}
-		}
-		a.set(name, val)
-	}
-	return a, len(s), false
-}
-
-func isVoidElement(name string) bool {
-	switch name {
-	case "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
-		"param", "source", "track", "wbr", "basefont", "bgsound", "keygen", "frame", "image":
-		return true
-	}
-	return false
-}
-
-// isSpecial reports whether name is in HTML's "special" category: a stray
-// end tag cannot close an element across one of these.
-func isSpecial(name string) bool {
-	switch name {
-	case "address", "applet", "area", "article", "aside", "base", "basefont", "bgsound",
-		"blockquote", "body", "br", "button", "caption", "center", "col", "colgroup", "dd",
-		"details", "dir", "div", "dl", "dt", "embed", "fieldset", "figcaption", "figure",
-		"footer", "form", "frame", "frameset", "h1", "h2", "h3", "h4", "h5", "h6", "head",
-		"header", "hgroup", "hr", "html", "iframe", "img", "input", "keygen", "li", "link",
-		"listing", "main", "marquee", "menu", "meta", "nav", "noembed", "noframes", "noscript",
-		"object", "ol", "p", "param", "plaintext", "pre", "script", "search", "section",
-		"select", "source", "style", "summary", "table", "tbody", "td", "template",
-		"textarea", "tfoot", "th", "thead", "title", "tr", "track", "ul", "wbr", "xmp":
-		return true
-	}
-	return false
-}
-
-// isFormatting reports whether name is a formatting element, which HTML
-// reopens after it was closed implicitly.
-func isFormatting(name string) bool {
-	switch name {
-	case "a", "b", "big", "code", "em", "font", "i", "nobr", "s", "small", "strike", "strong", "tt", "u":
-		return true
-	}
-	return false
-}
-
-// isMarkerElement reports whether name puts a marker in the list of active
-// formatting elements: formatting from outside is not reopened inside it.
-func isMarkerElement(name string) bool {
-	switch name {
-	case "applet", "object", "marquee", "template", "td", "th", "caption":
-		return true
-	}
-	return false
-}
-
-func isDefaultScopeBoundary(name string) bool {
-	switch name {
-	case "applet", "caption", "html", "table", "td", "th", "marquee", "object", "template":
-		return true
-	}
-	return false
-}
-
-func isHeading(name string) bool {
-	return len(name) == 2 && name[0] == 'h' && name[1] >= '1' && name[1] <= '6'
-}
-
-// closesP reports whether a start tag closes an open <p>. (<table> does
-// not: in quirks mode, which mail without a doctype is in, it stays inside.)
-func closesP(name string) bool {
-	switch name {
-	case "address", "article", "aside", "blockquote", "center", "details", "dialog", "dir",
-		"div", "dl", "fieldset", "figcaption", "figure", "footer", "header", "hgroup", "main",
-		"menu", "nav", "ol", "p", "search", "section", "summary", "ul", "pre", "listing",
-		"form", "plaintext", "xmp", "hr", "li", "dd", "dt":
-		return true
-	}
-	return isHeading(name)
-}
-
-// allowedInHead reports whether a start tag keeps <head> open.
-func allowedInHead(name string) bool {
-	switch name {
-	case "title", "meta", "link", "style", "script", "base", "noscript", "template", "head",
-		"basefont", "bgsound", "noframes", "html":
-		return true
-	}
-	return false
-}
-
-func (c *htmlConv) top() *elem {
-	if len(c.stack) == 0 {
-		return &c.base
-	}
-	return &c.stack[len(c.stack)-1]
-}
-
-// cur is the visibility the next text or element inherits.
-func (c *htmlConv) cur() visState {
-	if c.overflow > 0 {
-		return c.ovState
-	}
-	return c.top().st
-}
-
-func (c *htmlConv) lastOf(name string) int32 {
-	if i, ok := c.last[name]; ok {
-		return i
-	}
-	return -1
-}
-
-// inScope returns the index of the topmost open element named name if no
-// scope boundary is above it (bound is the topmost boundary), else -1.
-func (c *htmlConv) inScope(name string, bound int32) int32 {
-	if i := c.lastOf(name); i >= 0 && i >= bound {
-		return i
-	}
-	return -1
-}
-
-func (c *htmlConv) buttonBound() int32 { return max(c.top().defBound, c.lastOf("button")) }
-
-func (c *htmlConv) listItemBound() int32 {
-	return max(c.top().defBound, c.lastOf("ol"), c.lastOf("ul"))
-}
-
-// styleFor computes what an element's own attributes and the style sheet
-// say about its visibility.
-func (c *htmlConv) styleFor(name string, a *htmlAttrs) ownStyle {
-	if name == "head" || name == "template" {
-		return ownStyle{drop: true}
-	}
-	if a == nil || !a.hidden && a.style == "" && a.color == "" && a.bgcolor == "" && a.background == "" && c.sheet == nil {
-		return ownStyle{}
-	}
-	a.style, a.class, a.id = stripCSSComments(decodeAttr(a.style)), decodeAttr(a.class), decodeAttr(a.id)
-	p := cascade(c.sheet, name, a)
-	return styleOf(&p, a)
-}
-
-// push opens an element; nil if it is beyond maxDepth.
-func (c *htmlConv) push(name string, own ownStyle) *elem {
-	st := inherit(c.cur(), own)
-	if c.overflow > 0 || len(c.stack) >= maxDepth {
-		wasHidden := c.overflow > 0 && c.ovState.hidden()
-		c.overflow++
-		c.ovState = st
-		if wasHidden {
-			c.ovState.drop = true
-		}
-		return nil
-	}
-	t := c.top()
-	i := int32(len(c.stack))
-	e := elem{name: name, st: st, hider: -1, prevSame: c.lastOf(name),
-		special: t.special, specialNotADP: t.specialNotADP, defBound: t.defBound, tableBound: t.tableBound,
-		countable: name != "head" && name != "template"}
+// openOutput renders the start of an element that is not dropped.
+func (r *renderer) openOutput(name string, a *elemAttrs) {
 	switch {
-	case !st.hidden():
-	case t.st.hidden():
-		e.hider = t.hider
-	default:
-		e.hider = i
-	}
-	if isSpecial(name) {
-		e.special = i
-		if name != "address" && name != "div" && name != "p" {
-			e.specialNotADP = i
-		}
-	}
-	if isDefaultScopeBoundary(name) {
-		e.defBound = i
-	}
-	if name == "html" || name == "table" || name == "template" {
-		e.tableBound = i
-	}
-	c.last[name] = i
-	c.stack = append(c.stack, e)
-	return &c.stack[i]
-}
-
-// popTo closes the open elements from the top down to index i. explicit
-// says that the element at i is closed by its own end tag.
-func (c *htmlConv) popTo(i int32, explicit bool) {
-	for int32(len(c.stack)) > i {
-		j := len(c.stack) - 1
-		e := c.stack[j]
-		c.stack = c.stack[:j]
-		if e.prevSame >= 0 {
-			c.last[e.name] = e.prevSame
-		} else {
-			delete(c.last, e.name)
-		}
-		if isFormatting(e.name) {
-			if explicit && int32(j) == i {
-				c.afeRemove(e.name)
-			} else {
-				c.afeClose(e.name)
-			}
-		}
-		if isMarkerElement(e.name) {
-			c.afeClearToMarker()
-		}
-		if e.rendered {
-			c.closeOutput(e.name)
-		}
-	}
-}
-
-// countHidden counts the hidden element that text just dropped was in.
-func (c *htmlConv) countHidden() {
-	if t := c.top(); t.st.hidden() && t.hider >= 0 {
-		h := &c.stack[t.hider]
-		if !h.countable || h.counted {
-			return
-		}
-		h.counted = true
-		if h.afeID != 0 {
-			for k := len(c.afe) - 1; k >= 0; k-- {
-				if c.afe[k].id == h.afeID {
-					if c.afe[k].counted {
-						return // a reopened copy of an element already counted
-					}
-					c.afe[k].counted = true
-				}
-			}
-		}
-		c.hiddenCount++
-		return
-	}
-	if c.overflow > 0 && !c.ovCounted {
-		c.ovCounted = true
-		c.hiddenCount++
-	}
-}
-
-func (c *htmlConv) startTag(name string, a *htmlAttrs) {
-	if name == "br" {
-		if !c.cur().hidden() {
-			c.pendingNL = min(c.pendingNL+1, 3)
-			if !c.started {
-				c.pendingNL = 0
-			}
-		}
-		return
-	}
-	if (name == "html" || name == "body") && c.lastOf(name) >= 0 {
-		return // browsers merge its attributes into the open one
-	}
-	c.implyEnds(name)
-	if c.needRecon && !isSpecial(name) {
-		c.reconstruct()
-	}
-	own := c.styleFor(name, a)
-	rendered := !c.cur().drop && !own.drop
-	if isVoidElement(name) {
-		if rendered {
-			c.openOutput(name, a)
-		}
-		return
-	}
-	e := c.push(name, own)
-	if e == nil {
-		return
-	}
-	e.rendered = rendered
-	if rendered {
-		c.openOutput(name, a)
-	}
-	if isFormatting(name) {
-		e.afeID = c.afePush(name, own)
-	}
-	if isMarkerElement(name) {
-		c.afe = append(c.afe, afeEntry{marker: true})
-	}
-}
-
-// implyEnds closes the elements a start tag implicitly ends.
-func (c *htmlConv) implyEnds(name string) {
-	if c.overflow > 0 {
-		return
-	}
-	if h := c.lastOf("head"); h >= 0 && !allowedInHead(name) {
-		c.popTo(h, false)
-	}
-	switch {
-	case name == "li":
-		if i := c.lastOf("li"); i >= 0 && i >= c.top().specialNotADP {
-			c.popTo(i, false)
-		}
-	case name == "dd" || name == "dt":
-		if i := max(c.lastOf("dd"), c.lastOf("dt")); i >= 0 && i >= c.top().specialNotADP {
-			c.popTo(i, false)
-		}
-	case name == "td" || name == "th":
-		if i := max(c.inScope("td", c.top().tableBound), c.inScope("th", c.top().tableBound)); i >= 0 {
-			c.popTo(i, false)
-		}
-	case name == "tr":
-		i := c.inScope("tr", c.top().tableBound)
-		if i < 0 {
-			i = max(c.inScope("td", c.top().tableBound), c.inScope("th", c.top().tableBound))
-		}
-		if i >= 0 {
-			c.popTo(i, false)
-		}
-	case name == "tbody" || name == "thead" || name == "tfoot":
-		i := int32(-1)
-		for _, n := range [...]string{"tbody", "thead", "tfoot", "tr", "td", "th"} {
-			if j := c.inScope(n, c.top().tableBound); j >= 0 && (i < 0 || j < i) {
-				i = j
-			}
-		}
-		if i >= 0 {
-			c.popTo(i, false)
-		}
-	case name == "option":
-		if c.top().name == "option" {
-			c.popTo(int32(len(c.stack)-1), false)
-		}
-	case name == "optgroup":
-		for _, n := range [...]string{"option", "optgroup"} {
-			if c.top().name == n {
-				c.popTo(int32(len(c.stack)-1), false)
-			}
-		}
-	case name == "button":
-		if i := c.inScope("button", c.top().defBound); i >= 0 {
-			c.popTo(i, false)
-		}
-	case name == "a" || name == "nobr":
-		if c.afeFind(name) >= 0 {
-			c.endFormatting(name)
-		}
-	}
-	if closesP(name) {
-		if i := c.inScope("p", c.buttonBound()); i >= 0 {
-			c.popTo(i, false)
-		}
-	}
-	if isHeading(name) && isHeading(c.top().name) {
-		c.popTo(int32(len(c.stack)-1), false)
-	}
-}
-
-func (c *htmlConv) endTag(name string) {
-	if name == "br" { // "</br>" is a <br> in HTML
-		c.startTag("br", nil)
-		return
-	}
-	if c.overflow > 0 {
-		if c.overflow--; c.overflow == 0 {
-			c.ovState, c.ovCounted = visState{}, false
-		}
-		return
-	}
-	i := int32(-1)
-	switch {
-	case name == "body" || name == "html":
-		return // text after them still goes into the body
-	case name == "p":
-		if i = c.inScope("p", c.buttonBound()); i < 0 && !c.cur().drop {
-			c.want(2) // a browser shows an empty paragraph
-		}
-	case name == "li":
-		i = c.inScope("li", c.listItemBound())
-	case isHeading(name):
-		for _, h := range [...]string{"h1", "h2", "h3", "h4", "h5", "h6"} {
-			i = max(i, c.inScope(h, c.top().defBound))
-		}
-	case name == "td" || name == "th" || name == "tr" || name == "table" || name == "tbody" ||
-		name == "thead" || name == "tfoot" || name == "caption" || name == "colgroup":
-		i = c.inScope(name, c.top().tableBound)
-	case isFormatting(name):
-		c.endFormatting(name)
-		return
-	case isSpecial(name):
-		i = c.inScope(name, c.top().defBound)
-	default:
-		if j := c.lastOf(name); j >= 0 && j >= c.top().special {
-			i = j
-		}
-	}
-	if i >= 0 {
-		c.popTo(i, true)
-	}
-}
-
-// endFormatting handles the end tag of a formatting element. When a special
-// element is open inside it, a browser runs the adoption agency algorithm,
-// which can move that element (and the text after the end tag) out of the
-// formatting element or leave it inside; the formatting element is then
-// kept open here, so hidden text stays hidden.
-func (c *htmlConv) endFormatting(name string) {
-	i := c.lastOf(name)
-	if i < 0 {
-		c.afeRemove(name)
-		if name == "a" {
-			c.closeLink()
-		}
-		return
-	}
-	t := c.top()
-	if i < t.defBound {
-		return // not in scope: ignored
-	}
-	if t.special > i {
-		if name == "a" {
-			c.closeLink()
-		}
-		return
-	}
-	c.popTo(i, true)
-}
-
-// afeStart is the index after the last marker.
-func (c *htmlConv) afeStart() int {
-	for k := len(c.afe) - 1; k >= 0; k-- {
-		if c.afe[k].marker {
-			return k + 1
-		}
-	}
-	return 0
-}
-
-// afePush adds a formatting element and returns its id (0 if it was not
-// added).
-func (c *htmlConv) afePush(name string, own ownStyle) int32 {
-	start := c.afeStart()
-	if len(c.afe)-start >= maxAFE {
-		// Forget the oldest one that hides nothing.
-		k := start
-		for k < len(c.afe) && c.afe[k].own.hides() {
-			k++
-		}
-		if k == len(c.afe) {
-			return 0
-		}
-		c.afe = slices.Delete(c.afe, k, k+1)
-	}
-	c.afeNextID++
-	c.afe = append(c.afe, afeEntry{name: name, own: own, id: c.afeNextID, open: true})
-	return c.afeNextID
-}
-
-// afeFind returns the index of the last entry named name after the last
-// marker, or -1.
-func (c *htmlConv) afeFind(name string) int {
-	for k := len(c.afe) - 1; k >= 0 && !c.afe[k].marker; k-- {
-		if c.afe[k].name == name {
-			return k
-		}
-	}
-	return -1
-}
-
-// afeOpen returns the last open entry named name after the last marker, or
-// -1.
-func (c *htmlConv) afeOpen(name string) int {
-	for k := len(c.afe) - 1; k >= 0 && !c.afe[k].marker; k-- {
-		if c.afe[k].name == name && c.afe[k].open {
-			return k
-		}
-	}
-	return -1
-}
-
-// afeClose records that a formatting element was closed implicitly: it is
-// reopened before the next text.
-func (c *htmlConv) afeClose(name string) {
-	if k := c.afeOpen(name); k >= 0 {
-		c.afe[k].open = false
-		c.needRecon = true
-	}
-}
-
-// afeRemove forgets a formatting element closed by its end tag.
-func (c *htmlConv) afeRemove(name string) {
-	k := c.afeOpen(name)
-	if k < 0 {
-		k = c.afeFind(name)
-	}
-	if k >= 0 {
-		c.afe = slices.Delete(c.afe, k, k+1)
-	}
-}
-
-func (c *htmlConv) afeClearToMarker() {
-	c.afe = c.afe[:max(c.afeStart()-1, 0)]
-}
-
-// reconstruct reopens formatting elements that were closed implicitly
-// (HTML's "reconstruct the active formatting elements").
-func (c *htmlConv) reconstruct() {
-	c.needRecon = false
-	n := len(c.afe)
-	if n == 0 || c.afe[n-1].marker || c.afe[n-1].open {
-		return
-	}
-	k := n - 1
-	for k > 0 && !c.afe[k-1].marker && !c.afe[k-1].open {
-		k--
-	}
-	for ; k < n; k++ {
-		if e := c.push(c.afe[k].name, c.afe[k].own); e != nil {
-			e.afeID = c.afe[k].id
-		}
-		c.afe[k].open = true
-	}
-}
-
-// openOutput renders a start tag that is not hidden.
-func (c *htmlConv) openOutput(name string, a *htmlAttrs) {
-	switch {
-	case isNestedList(name, c.listDepth):
-		c.want(1)
+	case isNestedList(name, r.listDepth):
+		r.want(1)
 	case isParaBlock(name):
-		c.want(2)
+		r.want(2)
 	case isLineBlock(name):
-		c.want(1)
+		r.want(1)
 	}
 	switch name {
 	case "blockquote":
-		c.quoteDepth = min(c.quoteDepth+1, 20)
+		r.quoteDepth = min(r.quoteDepth+1, 20)
 	case "pre", "listing", "plaintext":
-		c.preDepth++
-		c.preFirst = true
+		r.preDepth++
+		r.preFirst = true
 	case "ul", "ol", "menu", "dir":
-		c.listDepth++
-		if len(c.olCount) < 32 && c.listDepth == len(c.olCount)+1 {
+		r.listDepth++
+		if len(r.olCount) < 32 && r.listDepth == len(r.olCount)+1 {
 			n := 0
 			if name == "ol" {
 				n = 1
 			}
-			c.olCount = append(c.olCount, n)
+			r.olCount = append(r.olCount, n)
 		}
 	case "li":
-		c.listItem = true
+		r.listItem = true
 	case "table", "tr":
-		c.rowText, c.cellSep = false, false
+		r.rowText, r.cellSep = false, false
 	case "td", "th":
-		c.cellSep = c.rowText
+		r.cellSep = r.rowText
 	case "a":
-		c.closeLink()
-		if a != nil && a.href != "" {
-			c.inLink, c.linkHref = true, a.href
-			c.linkText.Reset()
+		r.closeLink()
+		if a.hrefVal != "" {
+			r.inLink, r.linkHref = true, a.hrefVal
+			r.linkText.Reset()
 		}
 	}
 }
 
 // closeOutput renders the end of an element whose start was rendered.
-func (c *htmlConv) closeOutput(name string) {
+func (r *renderer) closeOutput(name string) {
 	switch {
-	case isNestedList(name, c.listDepth-1):
-		c.want(1)
+	case isNestedList(name, r.listDepth-1):
+		r.want(1)
 	case isParaBlock(name):
-		c.want(2)
+		r.want(2)
 	case isLineBlock(name):
-		c.want(1)
+		r.want(1)
 	}
 	switch name {
 	case "blockquote":
-		c.quoteDepth = max(c.quoteDepth-1, 0)
+		r.quoteDepth = max(r.quoteDepth-1, 0)
 	case "pre", "listing", "plaintext":
-		c.preDepth = max(c.preDepth-1, 0)
+		r.preDepth = max(r.preDepth-1, 0)
 	case "ul", "ol", "menu", "dir":
-		if c.listDepth > 0 && c.listDepth == len(c.olCount) {
-			c.olCount = c.olCount[:len(c.olCount)-1]
+		if r.listDepth > 0 && r.listDepth == len(r.olCount) {
+			r.olCount = r.olCount[:len(r.olCount)-1]
 		}
-		c.listDepth = max(c.listDepth-1, 0)
+		r.listDepth = max(r.listDepth-1, 0)
 	case "tr", "table":
-		c.rowText, c.cellSep = false, false
+		r.rowText, r.cellSep = false, false
 	case "a":
-		c.closeLink()
+		r.closeLink()
 	}
 }
 
@@ -1040,164 +661,162 @@ func isNestedList(name string, depth int) bool {
 }
 
 // want asks for at least n line breaks before the next visible text.
-func (c *htmlConv) want(n int) {
-	if c.started && c.pendingNL < n {
-		c.pendingNL = n
+func (r *renderer) want(n int) {
+	if r.started && r.pendingNL < n {
+		r.pendingNL = n
 	}
 }
 
-// text handles character data (entities still encoded).
-func (c *htmlConv) text(t string) {
-	if c.collecting || t == "" {
+// text renders visible character data.
+func (r *renderer) text(t string) {
+	if t == "" {
 		return
 	}
-	if h := c.lastOf("head"); h >= 0 && c.overflow == 0 && !isBlankHTML(t) {
-		c.popTo(h, false) // text ends the head
+	if r.preDepth > 0 {
+		r.preText(t)
+		return
 	}
-	if c.needRecon {
-		c.reconstruct()
-	}
-	if c.cur().hidden() {
-		if !isBlankHTML(t) {
-			c.countHidden()
+	if isBlankText(t) {
+		if r.started && r.pendingNL == 0 && !r.lineStart {
+			r.space = true
+			r.addLinkText(" ")
 		}
 		return
 	}
-	if c.preDepth > 0 {
-		c.preText(t)
-		return
+	r.flush()
+	if r.lineStart {
+		t = strings.TrimLeftFunc(t, isCollapsible)
 	}
-	if isBlankHTML(t) {
-		if c.started && c.pendingNL == 0 && !c.lineStart {
-			c.out.WriteByte(' ')
-			c.addLinkText(" ")
+	for len(t) > 0 {
+		k := strings.IndexFunc(t, isCollapsible)
+		if k < 0 {
+			r.word(t)
+			break
 		}
+		if k > 0 {
+			r.word(t[:k])
+		}
+		_, size := utf8.DecodeRuneInString(t[k:])
+		t = t[k+size:]
+		r.space = true
+	}
+	r.addLinkText(" ")
+}
+
+// word writes text without collapsible white space, after the space owed.
+func (r *renderer) word(w string) {
+	if r.space && !r.lineStart && !r.lastSpace {
+		r.out.WriteByte(' ')
+		r.addLinkText(" ")
+	}
+	r.space = false
+	r.write(w)
+	r.addLinkText(w)
+	r.lineStart = false
+}
+
+// write writes s to the output.
+func (r *renderer) write(s string) {
+	if s == "" {
 		return
 	}
-	c.flush()
-	if c.lineStart {
-		t = strings.TrimLeft(t, " \t\n\r\f")
-	}
-	c.writeEscaped(t)
-	c.addLinkText(t)
-	c.lineStart = false
+	r.out.WriteString(s)
+	r.lastSpace = s[len(s)-1] == ' '
 }
 
 // preText writes preformatted text, keeping its spaces and line breaks.
-func (c *htmlConv) preText(t string) {
-	if c.preFirst {
-		c.preFirst = false
+func (r *renderer) preText(t string) {
+	if r.preFirst {
+		r.preFirst = false
 		t = strings.TrimPrefix(strings.TrimPrefix(t, "\r"), "\n")
 	}
 	for line := range strings.Lines(t) {
 		content := strings.TrimRight(line, "\r\n")
 		if content != "" {
-			c.flush()
-			for i := 0; i < len(content); i++ {
-				switch ch := content[i]; ch {
-				case ' ':
-					c.out.WriteString("\u00a0") // k3a keeps it; turned back into a space after
-				case '\t':
-					c.out.WriteString("&#9;")
-				case '<':
-					c.out.WriteString("&lt;")
-				case '>':
-					c.out.WriteString("&gt;")
-				case '\r', '\f':
-				default:
-					c.out.WriteByte(ch)
-				}
+			r.flush()
+			if r.space && !r.lineStart && !r.lastSpace {
+				r.write(" ")
 			}
-			c.addLinkText(content)
-			c.lineStart = false
+			r.space = false
+			r.write(strings.ReplaceAll(content, "\f", ""))
+			r.addLinkText(content)
+			r.lineStart = false
 		}
 		if len(content) < len(line) { // it had a line break
-			if c.started {
-				c.pendingNL = min(c.pendingNL+1, 3)
+			if r.started {
+				r.pendingNL = min(r.pendingNL+1, 3)
 			}
 		}
 	}
 }
 
 // flush writes the line breaks and prefixes owed before visible text.
-func (c *htmlConv) flush() {
-	if c.pendingNL > 0 && c.started {
-		for range c.pendingNL {
-			c.out.WriteString("<br>")
+func (r *renderer) flush() {
+	if r.pendingNL > 0 && r.started {
+		for range r.pendingNL {
+			r.out.WriteByte('\n')
 		}
-		c.lineStart = true
-		c.cellSep = false
+		r.lineStart, r.lastSpace = true, false
+		r.cellSep = false
+		r.space = false
 	}
-	c.pendingNL = 0
-	if c.lineStart {
-		for range c.quoteDepth {
-			c.out.WriteString("&gt; ")
+	r.pendingNL = 0
+	if r.lineStart {
+		r.space = false
+		for range r.quoteDepth {
+			r.write("> ")
 		}
-		if c.listItem {
-			for range min(max(c.listDepth-1, 0), 10) {
-				c.out.WriteString("\u00a0\u00a0")
+		if r.listItem {
+			for range min(max(r.listDepth-1, 0), 10) {
+				r.write("  ")
 			}
-			if c.listDepth > 0 && c.listDepth == len(c.olCount) && c.olCount[c.listDepth-1] > 0 {
-				c.out.WriteString(strconv.Itoa(c.olCount[c.listDepth-1]) + ". ")
-				c.olCount[c.listDepth-1]++
+			if r.listDepth > 0 && r.listDepth == len(r.olCount) && r.olCount[r.listDepth-1] > 0 {
+				r.write(strconv.Itoa(r.olCount[r.listDepth-1]) + ". ")
+				r.olCount[r.listDepth-1]++
 			} else {
-				c.out.WriteString("- ")
+				r.write("- ")
 			}
 		}
-	} else if c.cellSep {
-		c.out.WriteString(" | ")
+	} else if r.cellSep {
+		r.write(" | ")
+		r.space = false
 	}
-	c.listItem, c.cellSep = false, false
-	c.started, c.rowText = true, true
+	r.listItem, r.cellSep = false, false
+	r.started, r.rowText = true, true
 }
 
-func (c *htmlConv) writeEscaped(t string) {
-	for len(t) > 0 {
-		k := strings.IndexAny(t, "<>")
-		if k < 0 {
-			c.out.WriteString(t)
-			return
-		}
-		c.out.WriteString(t[:k])
-		if t[k] == '<' {
-			c.out.WriteString("&lt;")
-		} else {
-			c.out.WriteString("&gt;")
-		}
-		t = t[k+1:]
-	}
-}
-
-func (c *htmlConv) addLinkText(t string) {
-	if c.inLink && c.linkText.Len() < 1024 {
-		c.linkText.WriteString(t)
+func (r *renderer) addLinkText(t string) {
+	if r.inLink && r.linkText.Len() < 1024 {
+		r.linkText.WriteString(t)
 	}
 }
 
 // closeLink ends the open link, writing " (url)" after its text unless the
 // text already shows the URL, the link has no text, or the URL is a script or
 // a fragment.
-func (c *htmlConv) closeLink() {
-	if !c.inLink {
+func (r *renderer) closeLink() {
+	if !r.inLink {
 		return
 	}
-	c.inLink = false
-	href := strings.Map(func(r rune) rune {
-		if r == ' ' || r == '\t' || r == '\n' || r == '\r' || r == '\f' {
+	r.inLink = false
+	url := strings.Map(func(c rune) rune {
+		if c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' {
 			return -1
 		}
-		return r
-	}, c.linkHref)
-	url := html2text.HTMLEntitiesToText(href)
-	text := strings.Join(strings.Fields(html2text.HTMLEntitiesToText(c.linkText.String())), " ")
+		return c
+	}, r.linkHref)
+	text := strings.Join(strings.Fields(r.linkText.String()), " ")
 	if text == "" || url == "" || !linkWorthShowing(url) || sameLink(text, url) {
 		return
 	}
-	c.flush()
-	c.out.WriteString(" (")
-	c.writeEscaped(href)
-	c.out.WriteString(")")
-	c.lineStart = false
+	r.flush()
+	if r.lineStart {
+		r.write("(" + url + ")")
+	} else {
+		r.write(" (" + url + ")")
+	}
+	r.space = false
+	r.lineStart = false
 }
 
 func linkWorthShowing(url string) bool {
@@ -1223,42 +842,4 @@ func sameLink(text, url string) bool {
 		}
 	}
 	return false
-}
-
-// isBlankHTML reports whether t renders as nothing but white space: ASCII
-// white space, no-break and zero-width spaces, raw or as entities (mail
-// "preheader" padding is made of these).
-func isBlankHTML(t string) bool {
-	for i := 0; i < len(t); {
-		switch c := t[i]; c {
-		case ' ', '\t', '\n', '\r', '\f':
-			i++
-			continue
-		case '&':
-			k := strings.IndexByte(t[i:], ';')
-			if k < 0 || k > 10 {
-				return false
-			}
-			switch strings.ToLower(t[i+1 : i+k]) {
-			case "nbsp", "#160", "#xa0", "zwnj", "zwj", "#8203", "#x200b", "#8204", "#x200c",
-				"#8205", "#x200d", "#847", "#x34f", "#65279", "#xfeff", "shy", "#173", "#xad":
-				i += k + 1
-				continue
-			}
-			return false
-		}
-		if strings.HasPrefix(t[i:], "\u00a0") || strings.HasPrefix(t[i:], "\u200b") ||
-			strings.HasPrefix(t[i:], "\u200c") || strings.HasPrefix(t[i:], "\u200d") ||
-			strings.HasPrefix(t[i:], "\u034f") || strings.HasPrefix(t[i:], "\ufeff") ||
-			strings.HasPrefix(t[i:], "\u00ad") {
-			if t[i] == 0xC2 || t[i] == 0xCD {
-				i += 2
-			} else {
-				i += 3
-			}
-			continue
-		}
-		return false
-	}
-	return true
 }

@@ -119,7 +119,6 @@ func TestHTMLHiddenElements(t *testing.T) {
 		{"colour equals background, other notations", `a<span style="color:white;background-color:rgb(255, 255, 255)">` + secret + `</span>b`, "ab", 1},
 		{"colour equals bgcolor of the cell", `<table><tr><td bgcolor="#00ff00"><span style="color:#0F0">` + secret + `</span>b</td></tr></table>`, "b", 1},
 		{"transparent colour", `a<span style="color:transparent">` + secret + `</span>b`, "ab", 1},
-		{"mso-hide all", `a<div style="mso-hide:all">` + secret + `</div>b`, "ab", 1},
 		{"character references in style", `a<span style="display&#58;none">` + secret + `</span><span style="display&colon;none">x</span>b`, "ab", 2},
 		{"numeric reference without semicolon", `a<span style="display&#58none">` + secret + `</span>b`, "ab", 1},
 		{"css escape in property", `a<span style="d\69 splay:none">` + secret + `</span>b`, "ab", 1},
@@ -139,7 +138,25 @@ func TestHTMLHiddenElements(t *testing.T) {
 		{"media screen applies", `<style>@media screen { .h { display:none } }</style>a<span class="h">` + secret + `</span>b`, "ab", 1},
 		{"media min-width 1px applies", `<style>@media (min-width:1px){.h{display:none}}</style>a<span class="h">` + secret + `</span>b`, "ab", 1},
 		{"supports block hides", `<style>@supports (display:grid){.h{display:none}}</style>a<span class="h">` + secret + `</span>b`, "ab", 1},
-		{"nested rule hides", `<style>.p{color:red; .h{display:none}}</style>a<span class="h">` + secret + `</span>b`, "ab", 1},
+		{"nested rule hides inside its parent", `<style>.p{color:red; .h{display:none}}</style><div class="p">a<span class="h">` + secret + `</span>b</div>`, "ab", 1},
+		{"nested rule with & hides", `<style>.p{&.h{display:none}}</style>a<span class="p h">` + secret + `</span>b`, "ab", 1},
+		{"descendant selector that matches hides", `<style>.wrap .h{display:none}</style><div class="wrap">a<span class="h">` + secret + `</span>b</div>`, "ab", 1},
+		{"child selector", `<style>div > .h{display:none}</style><div>a<span class="h">` + secret + `</span>b</div>`, "ab", 1},
+		{"next-sibling selector", `<style>i + .h{display:none}</style>a<i></i><span class="h">` + secret + `</span>b`, "ab", 1},
+		{"subsequent-sibling selector", `<style>i ~ .h{display:none}</style>a<i></i><b>x</b><span class="h">` + secret + `</span>b`, "axb", 1},
+		{"attribute selector", `<style>span[data-x]{display:none}</style>a<span data-x>` + secret + `</span>b`, "ab", 1},
+		{"structural pseudo-class", `<style>p:nth-child(2){display:none}</style><div><p>a</p><p>` + secret + `</p><p>b</p></div>`, "a\n\nb", 1},
+		{"negation", `<style>span:not(.keep){font-size:0}</style>a<span class="keep">k</span><span>` + secret + `</span>b`, "akb", 1},
+		{"checked box, as the page starts", `<style>#m:checked ~ .h{display:none}</style><input id="m" type="checkbox" checked>a<span class="h">` + secret + `</span>b`, "ab", 1},
+		{"descendant of a deep chain", `<style>.a .a .a .h{display:none}</style>` + strings.Repeat(`<div class="a">`, 40) + `<span class="h">` + secret + `</span>` + strings.Repeat("</div>", 40) + "b", "b", 1},
+		{"class case ignored in quirks mode", `<style>.Hide{display:none}</style>a<span class="hIDe">` + secret + `</span>b`, "ab", 1},
+		{"white text on the white page", `a<span style="color:#fff">` + secret + `</span>b`, "ab", 1},
+		{"near-white text on a white cell", `<table><tr><td style="background:#fff">a<span style="color:#fafafa">` + secret + `</span>b</td></tr></table>`, "ab", 1},
+		{"text colour equal to a translucent cell over its parent", `<div style="background:#000"><p style="background:rgba(255,255,255,.5);color:#808080">` + secret + `</p></div>b`, "b", 1},
+		{"off-screen", `a<div style="position:absolute;left:-9999px">` + secret + `</div>b`, "ab", 1},
+		{"closed details", `<details><summary>Sum</summary>` + secret + `</details>b`, "Sum\nb", 1},
+		{"opacity multiplies down the tree", `<div style="opacity:.3"><span style="opacity:.3">` + secret + `</span></div>b`, "b", 1},
+		{"rule after a hiding rule at higher specificity", `<style>.x .h{display:none} .h{display:block}</style><div class="x"><span class="h">` + secret + `</span></div>b`, "b", 1},
 		{"important rule beats the style attribute", `<style>.h{display:none!important}</style>a<span class="h" style="display:inline">` + secret + `</span>b`, "ab", 1},
 		{"style element with media all", `<style media="all">.h{display:none}</style>a<span class="h">` + secret + `</span>b`, "ab", 1},
 
@@ -155,13 +172,33 @@ func TestHTMLHiddenElements(t *testing.T) {
 		{"opacity cannot be undone inside", `<div style="opacity:0"><span style="opacity:1">` + secret + `</span></div>b`, "b", 1},
 		{"unclosed hidden span ends with its paragraph", `<p>a<span style="display:none">` + secret + `</p><p>b</p>`, "a\n\nb", 1},
 		{"stray end tag across a block is ignored", `<span style="display:none"><p>` + secret + `</span>x</p>`, "", 1},
-		{"formatting element reopened after its paragraph", `<p><font style="display:none">` + secret + `</p><p>more secret</p>`, "", 1},
+		{"formatting element reopened after its paragraph (two elements in the tree)", `<p><font style="display:none">` + secret + `</p><p>more secret</p>`, "", 2},
 		{"misnested formatting end tag keeps the block hidden", `<b><div style="display:none">` + secret + `</b>more secret</div>b`, "b", 1},
-		{"deeper than the element cap stays hidden", `<div style="display:none">` + strings.Repeat("<div>", 600) + secret + strings.Repeat("</div>", 600) + `</div>b`, "b", 1},
+		{"what is nested deeper than the parser goes stays hidden", `<div style="display:none">` + strings.Repeat("<div>", 600) + secret + strings.Repeat("</div>", 600) + `</div>b`, "", 1},
+		{"what comes before the too-deep part shows", `<p>before</p>` + strings.Repeat("<div>", 600) + secret, "before", 1},
 		{"end tag of no open paragraph is an empty paragraph", `a</p>b</div>c`, "a\n\nbc", 0},
 		{"head text moves to the body", `<head><title>t</title>Visible</head>`, "Visible", 0},
 
 		// Look-alikes that stay visible.
+		{"mso-hide hides only in desktop Outlook", `a<div style="mso-hide:all">x</div>b`, "a\nx\nb", 0},
+		{"bulletproof button", `<table><tr><td style="background-color:#22BC66"><!--[if mso]><v:roundrect>Outlook copy</v:roundrect><![endif]--><a href="https://x.example/c" style="color:#fff;mso-hide:all;background-color:#22BC66">Confirm your account</a></td></tr></table>`, "Confirm your account (https://x.example/c)", 0},
+		{"complex selector judged as a whole (issue 28)", `<style>.mobile-only * {display:none}</style><p>Visible paragraph</p>`, "Visible paragraph", 0},
+		{"Foundation's hide-for-large rule", `<style>table.body table.container .hide-for-large * { mso-hide: all; } .hide-for-large{display:none}</style><table class="body"><tr><td><table class="container"><tr><td><p>Visible</p></td></tr></table></td></tr></table>`, "Visible", 0},
+		{"descendant selector without the ancestor", `<style>.wrap .h{display:none}</style>a<span class="h">x</span>b`, "axb", 0},
+		{"sibling selector without the sibling", `<style>i + .h{display:none}</style>a<b></b><span class="h">x</span>b`, "axb", 0},
+		{"attribute selector with another value", `<style>span[data-x="1"]{display:none}</style>a<span data-x="2">x</span>b`, "axb", 0},
+		{"unchecked box", `<style>#m:checked ~ .h{display:none}</style><input id="m" type="checkbox">a<span class="h">x</span>b`, "axb", 0},
+		{"verification code in a light grey cell", `<table><tr><td style="background:rgba(0,0,0,.05)"><p style="color:#000">144833</p></td></tr></table>`, "144833", 0},
+		{"link in white text keeps the link colour", `<div style="color:#fff">` + `<a href="https://x.example/">Open</a></div>`, "Open (https://x.example/)", 0},
+		{"white text on a dark cell", `<table><tr><td bgcolor="#333"><span style="color:#fff">x</span></td></tr></table>`, "x", 0},
+		{"white text on a hero image", `<table><tr><td background="hero.jpg" style="color:#fff">x</td></tr></table>`, "x", 0},
+		{"empty spacer is not counted", `<table><tr><td style="font-size:0px;line-height:0"><div>&#8202;</div></td><td>x</td></tr></table>`, "x", 0},
+		{"class case kept in standards mode", `<!DOCTYPE html><style>.Hide{display:none}</style>a<span class="hide">x</span>b`, "axb", 0},
+		{"open details", `<details open><summary>S</summary>x</details>`, "S\nx", 0},
+		{"cascadia extension is not CSS", `<style>span:contains(x){display:none}</style>a<span>x</span>b`, "axb", 0},
+		{"relative :has() is not matched", `<style>div:has(> .h){display:none}</style><div>a<span class="h">x</span>b</div>`, "axb", 0},
+		{"unknown pseudo-class", `<style>.h:frobnicate{display:none}</style>a<span class="h">x</span>b`, "axb", 0},
+		{"off-screen by a little", `a<div style="position:relative;left:-20px">x</div>b`, "a\nx\nb", 0},
 		{"display block", `a<span style="display:block">x</span>b`, "axb", 0},
 		{"font-size 10px", `a<span style="font-size:10px">x</span>b`, "axb", 0},
 		{"font-size 1px", `a<span style="font-size:1px">x</span>b`, "axb", 0},
@@ -204,7 +241,7 @@ func TestHTMLHiddenElements(t *testing.T) {
 func TestHTMLHiddenWarning(t *testing.T) {
 	html := `<style>.c{display:none}</style><p>Hi</p><span style="font-size:0">1</span><span style="opacity:0">2</span><span class="c">3</span>`
 	text, warnings := DecodeText(strings.NewReader(html), Part{MediaType: "text/html"})
-	want := "3 hidden HTML elements were removed (text styled to be invisible, a common way to hide instructions)."
+	want := "3 HTML elements with text were removed because mail clients do not show them (styled to be invisible, a common way to hide instructions)."
 	if text != "Hi" || len(warnings) != 1 || warnings[0] != want {
 		t.Errorf("got %q %q, want %q", text, warnings, want)
 	}
@@ -308,6 +345,9 @@ func TestHTMLToTextLinear(t *testing.T) {
 		{"formatting reopened", "<p>" + strings.Repeat("<b class=x>", 100) + strings.Repeat("</p>x<p>", n/8)},
 		{"many cells", "<table>" + strings.Repeat("<td><b><i>x", n/11)},
 		{"style attributes", strings.Repeat(`<b style="color:#fff;background:#fff;font:0/0 a">x</b>`, n/54)},
+		{"hostile selectors on deep nests", hostileHTML(n)},
+		{"many rules of one key", "<style>" + strings.Repeat(".q .a{display:none}", n/40) + "</style>" + strings.Repeat(`<i class="a">x</i>`, n/36)},
+		{"long sibling chains", "<style>" + strings.Repeat("i ~ i ~ b ~ .z{opacity:0}", n/50) + "</style>" + strings.Repeat("<i></i>", n/14)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -322,5 +362,25 @@ func TestHTMLToTextLinear(t *testing.T) {
 			}
 			checkClean(t, "HTMLToText", out)
 		})
+	}
+}
+
+// DecodeTextHidden gives the text of the hidden elements (one line each)
+// and their count apart from the visible text, and leaves the warning to
+// the caller.
+func TestDecodeTextHidden(t *testing.T) {
+	html := `<style>.c{display:none}</style><p>Hi</p><span style="font-size:0">one <b>1</b></span>` +
+		`<div style="opacity:0"><p>two</p><p>2</p></div><span class="c">three</span><span style="display:none"> &nbsp; </span>`
+	d := DecodeTextHidden(strings.NewReader(html), Part{MediaType: "text/html"}, true)
+	if d.Text != "Hi" || d.HiddenText != "one 1\ntwo 2\nthree" || d.Hidden != 3 || len(d.Warnings) != 0 {
+		t.Errorf("got text %q hidden %q (%d) warnings %q", d.Text, d.HiddenText, d.Hidden, d.Warnings)
+	}
+	d = DecodeTextHidden(strings.NewReader(html), Part{MediaType: "text/html"}, false)
+	if d.Text != "Hi" || d.HiddenText != "" || d.Hidden != 3 {
+		t.Errorf("without keepHidden: text %q hidden %q (%d)", d.Text, d.HiddenText, d.Hidden)
+	}
+	d = DecodeTextHidden(strings.NewReader("plain <b>text</b>"), Part{MediaType: "text/plain"}, true)
+	if d.Text != "plain <b>text</b>" || d.HiddenText != "" || d.Hidden != 0 {
+		t.Errorf("plain text: %+v", d)
 	}
 }

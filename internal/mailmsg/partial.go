@@ -55,10 +55,10 @@ func DecodeTextHead(head []byte, p Part) string {
 	case encQP:
 		head = withoutCutEscape(head)
 	}
-	var w warnList
-	text := decodeText(head, p, &w)
+	var d Decoded
+	decodeText(head, p, false, &d)
 	// A multi-byte character cut at the end decodes as U+FFFD.
-	return strings.TrimRight(text, "\uFFFD")
+	return strings.TrimRight(d.Text, "\uFFFD")
 }
 
 // wholeBase64Groups cuts base64 text after its last complete group of four

@@ -44,17 +44,43 @@ func (p Part) isHTML() bool {
 // than MaxPartBytes, a read error) come back as warnings, which are
 // sentences a person or a model can read; the text is then a best effort.
 func DecodeText(r io.Reader, p Part) (text string, warnings []string) {
+	d := decodeTextFrom(r, p, false)
+	if d.Hidden > 0 {
+		d.warnings.add(HiddenWarning(d.Hidden))
+	}
+	return d.Text, d.warnings.result()
+}
+
+// Decoded is one text part as DecodeTextHidden returns it.
+type Decoded struct {
+	Text       string   // as DecodeText returns it
+	HiddenText string   // the text of the hidden HTML elements, one line each (when asked for)
+	Hidden     int      // how many hidden HTML elements had text (outermost ones)
+	Warnings   []string // DecodeText's, without the one about hidden elements (HiddenWarning)
+	warnings   warnList
+}
+
+// DecodeTextHidden is DecodeText that also tells how many HTML elements
+// with text were left out because mail clients hide them, and with
+// keepHidden collects their text (sanitised like the text) in HiddenText.
+func DecodeTextHidden(r io.Reader, p Part, keepHidden bool) Decoded {
+	d := decodeTextFrom(r, p, keepHidden)
+	d.Warnings = d.warnings.result()
+	return d
+}
+
+func decodeTextFrom(r io.Reader, p Part, keepHidden bool) Decoded {
 	raw, err := readPart(r)
-	var w warnList
+	var d Decoded
 	if err != nil {
-		w.add("Reading the part failed, so the text may be incomplete.")
+		d.warnings.add("Reading the part failed, so the text may be incomplete.")
 	}
 	if len(raw) > MaxPartBytes {
 		raw = raw[:MaxPartBytes]
-		w.add(fmt.Sprintf("The part is larger than %d MiB; only the first %d MiB were decoded.", MaxPartBytes>>20, MaxPartBytes>>20))
+		d.warnings.add(fmt.Sprintf("The part is larger than %d MiB; only the first %d MiB were decoded.", MaxPartBytes>>20, MaxPartBytes>>20))
 	}
-	text = decodeText(raw, p, &w)
-	return text, w.result()
+	decodeText(raw, p, keepHidden, &d)
+	return d
 }
 
 // readPart reads at most MaxPartBytes+1 bytes of r. When r says how much
@@ -93,8 +119,10 @@ func readPart(r io.Reader) ([]byte, error) {
 	}
 }
 
-// decodeText is DecodeText on bytes already read.
-func decodeText(raw []byte, p Part, w *warnList) string {
+// decodeText is DecodeText on bytes already read: it sets d's text,
+// hidden text and count, and adds its warnings.
+func decodeText(raw []byte, p Part, keepHidden bool, d *Decoded) {
+	w := &d.warnings
 	data, problem := transferDecode(raw, p.Encoding)
 	switch problem {
 	case transferBadBase64:
@@ -121,16 +149,14 @@ func decodeText(raw []byte, p Part, w *warnList) string {
 	}
 
 	if html {
-		text, hidden := htmlToText(s)
-		if hidden > 0 {
-			w.add(hiddenWarning(hidden))
-		}
-		return text
+		h := convertHTML(s, keepHidden)
+		d.Text, d.HiddenText, d.Hidden = h.text, h.hidden, h.count
+		return
 	}
 	if strings.EqualFold(strings.TrimSpace(p.Format), "flowed") {
 		s = unflow(s, p.DelSp)
 	}
-	return normalizeText(Sanitize(s))
+	d.Text = normalizeText(Sanitize(s))
 }
 
 // unflow joins the soft line breaks of RFC 3676 format=flowed text: a line

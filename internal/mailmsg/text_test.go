@@ -100,7 +100,7 @@ func TestDecodeText(t *testing.T) {
 		{"not text", "data", Part{MediaType: "application/octet-stream"}, "data", []string{"not text"}},
 		{"media type with parameters", "<b>x</b>", Part{MediaType: "Text/HTML; charset=utf-8"}, "x", nil},
 		{"html", "<p>Hello <b>world</b></p><script>x()</script>", Part{MediaType: "text/html"}, "Hello world", nil},
-		{"html hidden warning", `<p>Hi</p><div style="display:none">psst</div>`, Part{MediaType: "text/html"}, "Hi", []string{"1 hidden HTML element"}},
+		{"html hidden warning", `<p>Hi</p><div style="display:none">psst</div>`, Part{MediaType: "text/html"}, "Hi", []string{"1 HTML element with text was removed"}},
 		{"html meta charset", "<meta charset=\"windows-1251\"><p>" + string(encodeSample(t, charmap.Windows1251, "Привет")) + "</p>",
 			Part{MediaType: "text/html"}, "Привет", nil},
 		{"html meta http-equiv charset", `<meta http-equiv="Content-Type" content="text/html; charset=iso-8859-1">` + string(latin1),
