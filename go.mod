@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/andybalholm/cascadia v1.3.5
 	github.com/caarlos0/env/v11 v11.4.2
+	github.com/coreos/go-oidc/v3 v3.21.0
 	github.com/emersion/go-imap/v2 v2.0.0-beta.8
 	github.com/emersion/go-message v0.18.2
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
@@ -15,12 +16,13 @@ require (
 	github.com/prometheus/client_golang v1.25.0
 	golang.org/x/image v0.48.0
 	golang.org/x/net v0.62.0
+	golang.org/x/oauth2 v0.38.0
 	golang.org/x/term v0.47.0
 	golang.org/x/text v0.44.0
 	golang.org/x/time v0.16.0
 )
 
-require golang.org/x/net v0.62.0 // indirect
+require github.com/go-jose/go-jose/v4 v4.1.4
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -31,6 +33,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/oauth"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/pool"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/providers"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/rest"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
@@ -159,7 +162,8 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		signIn = oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
 			Operator: cfg.Access(), AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, Logger: log,
 			Observe: m.OAuth, SMTP: smtpVerifier(sub), Guard: limits,
-			MaxGrants: cfg.OAuthMaxGrants, GrantsPerAccount: cfg.OAuthGrantsPerAccount})
+			MaxGrants: cfg.OAuthMaxGrants, GrantsPerAccount: cfg.OAuthGrantsPerAccount,
+			Providers: signInProviders(cfg)})
 	}
 	handler := httpapi.New(httpapi.Options{
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,
@@ -177,6 +181,50 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		Approvals: sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
 	}, tools.RPCErrors(streamable))
 	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m}, nil
+}
+
+// signInProviders are the providers the operator configured, in the order
+// the sign-in page shows them.
+func signInProviders(cfg *config.Config) []*providers.Provider {
+	roots, _ := cfg.LoadCAs() // checked at load
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		Proxy: http.ProxyFromEnvironment, TLSClientConfig: &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12},
+		TLSHandshakeTimeout: 10 * time.Second, ResponseHeaderTimeout: 10 * time.Second}}
+	var out []*providers.Provider
+	if cfg.MicrosoftClientID != "" {
+		out = append(out, providers.New(providers.Microsoft(cfg.MicrosoftTenant, cfg.MicrosoftClientID, cfg.MicrosoftClientSecret), client))
+	}
+	if cfg.GoogleClientID != "" {
+		out = append(out, providers.New(providers.Google(cfg.GoogleClientID, cfg.GoogleClientSecret), client))
+	}
+	if cfg.OIDCIssuer != "" {
+		smtpSecurity := "starttls"
+		if cfg.OIDCSMTPPort == 465 {
+			smtpSecurity = "tls"
+		}
+		out = append(out, providers.New(providers.Config{
+			Name: providerName(cfg.OIDCName), DisplayName: strings.TrimSpace(cfg.OIDCName), Issuer: cfg.OIDCIssuer,
+			ClientID: cfg.OIDCClientID, ClientSecret: cfg.OIDCClientSecret, Scopes: strings.Fields(cfg.OIDCScopes),
+			EmailClaims: []string{cfg.OIDCEmailClaim},
+			IMAP:        providers.Endpoint{Host: cfg.OIDCIMAPHost, Port: cfg.OIDCIMAPPort, Security: "tls"},
+			SMTP:        providers.Endpoint{Host: cfg.OIDCSMTPHost, Port: cfg.OIDCSMTPPort, Security: smtpSecurity},
+		}, client))
+	}
+	return out
+}
+
+// providerName makes OIDC_NAME an identifier for URLs and sealed grants.
+func providerName(display string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(display)) {
+		switch {
+		case 'a' <= r && r <= 'z', '0' <= r && r <= '9':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return "oidc-" + strings.Trim(b.String(), "-")
 }
 
 // sessionsFor is what the HTTP layer needs for earlier-protocol clients

@@ -116,7 +116,26 @@ type Config struct {
 	OAuthRatePerAddress   float64       `env:"OAUTH_RATE_PER_ADDRESS" envDefault:"60" desc:"requests to the sign-in server from one client address per minute, sustained (the same, plus client registrations and refused tokens), with bursts of a minute's worth; 0 turns it off"`
 	OAuthMaxGrants        int           `env:"OAUTH_MAX_GRANTS" envDefault:"250000" desc:"most redeemed codes and live sign-ins the sign-in server remembers, for single use (about 135 bytes each: 250000 is about 35 MiB); when it is full and none has expired, new sign-ins get 503 with Retry-After instead of anything being forgotten"`
 	OAuthGrantsPerAccount int           `env:"OAUTH_GRANTS_PER_ACCOUNT" envDefault:"64" desc:"live sign-ins one account keeps (one per signed-in client); a new one ends the account's least recently refreshed"`
-	MetricsAddr           string        `env:"METRICS_ADDR" desc:"host:port of a separate listener serving Prometheus metrics at /metrics; empty turns it off; no metric label ever carries a user, address, folder or token"`
+	// Sign-in with the mailbox's provider (PUBLIC_URL + /authorize/callback is
+	// the redirect URI to register at each).
+	MicrosoftClientID     string   `env:"MICROSOFT_CLIENT_ID" desc:"Microsoft Entra app (client) id: the sign-in page offers Continue with Microsoft (Exchange Online over IMAP and SMTP with OAuth); docs/providers.md says how to register the app"`
+	MicrosoftClientSecret string   `env:"MICROSOFT_CLIENT_SECRET" desc:"the Entra app's client secret (required with MICROSOFT_CLIENT_ID)"`
+	MicrosoftTenant       string   `env:"MICROSOFT_TENANT" envDefault:"common" desc:"which Microsoft accounts may sign in: common (work, school and personal), organizations (work and school), or one tenant's id or domain"`
+	GoogleClientID        string   `env:"GOOGLE_CLIENT_ID" desc:"Google Cloud OAuth client id: the sign-in page offers Continue with Google (Gmail and Workspace over IMAP and SMTP with OAuth)"`
+	GoogleClientSecret    string   `env:"GOOGLE_CLIENT_SECRET" desc:"the Google OAuth client's secret (required with GOOGLE_CLIENT_ID)"`
+	OIDCName              string   `env:"OIDC_NAME" desc:"name of another OpenID provider, shown as Continue with NAME (required with OIDC_ISSUER)"`
+	OIDCIssuer            string   `env:"OIDC_ISSUER" desc:"issuer URL of another OpenID provider (its endpoints come from OpenID discovery); the mailbox is at OIDC_IMAP_HOST"`
+	OIDCClientID          string   `env:"OIDC_CLIENT_ID" desc:"the gateway's client id at OIDC_ISSUER"`
+	OIDCClientSecret      string   `env:"OIDC_CLIENT_SECRET" desc:"the gateway's client secret at OIDC_ISSUER (empty for a public client)"`
+	OIDCScopes            string   `env:"OIDC_SCOPES" envDefault:"openid email offline_access" desc:"scopes asked of OIDC_ISSUER (space-separated), besides what the mail server needs"`
+	OIDCEmailClaim        string   `env:"OIDC_EMAIL_CLAIM" envDefault:"email" desc:"the ID token claim that holds the mailbox address"`
+	OIDCIMAPHost          string   `env:"OIDC_IMAP_HOST" desc:"IMAP host of the mailboxes OIDC_ISSUER signs in to (required with OIDC_ISSUER)"`
+	OIDCIMAPPort          int      `env:"OIDC_IMAP_PORT" envDefault:"993" desc:"its IMAP port (implicit TLS)"`
+	OIDCSMTPHost          string   `env:"OIDC_SMTP_HOST" desc:"SMTP submission host of those mailboxes; empty: no sending for them"`
+	OIDCSMTPPort          int      `env:"OIDC_SMTP_PORT" envDefault:"465" desc:"its submission port: 465 implicit TLS, any other STARTTLS"`
+	MailHosts             []string `env:"MAIL_HOSTS" envSeparator:"," desc:"comma-separated mail hosts besides IMAP_HOST that people may use with a password (x-imap-host header, the sign-in page's host field): exact names and *.domain patterns, each optionally :PORT for IMAP (else IMAP_PORT); SMTP goes to the same host on SMTP_PORT"`
+	MailHostsPrivate      bool     `env:"MAIL_HOSTS_PRIVATE" envDefault:"false" desc:"true lets MAIL_HOSTS names resolve to loopback, private and link-local addresses; false (the default) refuses such a name before any connection is made"`
+	MetricsAddr           string   `env:"METRICS_ADDR" desc:"host:port of a separate listener serving Prometheus metrics at /metrics; empty turns it off; no metric label ever carries a user, address, folder or token"`
 
 	PprofAddr string `env:"PPROF_ADDR" desc:"host:port of a separate admin listener serving net/http/pprof (CPU and heap profiles); empty turns it off; keep it on loopback, never the public address"`
 }
@@ -330,6 +349,7 @@ func (c *Config) validate(vars map[string]string) []string {
 	if c.OAuthRefreshTTL < c.OAuthAccessTTL || c.OAuthRefreshTTL > 90*24*time.Hour {
 		bad("OAUTH_REFRESH_TTL", "expected a duration from OAUTH_ACCESS_TTL to 2160h (90 days), got %q", vars["OAUTH_REFRESH_TTL"])
 	}
+	c.checkProviders(bad)
 	if c.OAuthRatePerAccount < 0 {
 		bad("OAUTH_RATE_PER_ACCOUNT", "expected zero (off) or a positive number of requests per minute, got %q", vars["OAUTH_RATE_PER_ACCOUNT"])
 	}
@@ -729,4 +749,67 @@ func healthURL(environ []string) string {
 		}
 	}
 	return "http://" + net.JoinHostPort(host, port) + "/health"
+}
+
+// checkProviders checks the sign-in providers and MAIL_HOSTS.
+func (c *Config) checkProviders(bad func(key, format string, args ...any)) {
+	pairs := []struct{ id, secret, idKey, secretKey string }{
+		{c.MicrosoftClientID, c.MicrosoftClientSecret, "MICROSOFT_CLIENT_ID", "MICROSOFT_CLIENT_SECRET"},
+		{c.GoogleClientID, c.GoogleClientSecret, "GOOGLE_CLIENT_ID", "GOOGLE_CLIENT_SECRET"},
+	}
+	for _, p := range pairs {
+		switch {
+		case p.id != "" && p.secret == "":
+			bad(p.secretKey, "is required with %s (the provider's token endpoint asks for it)", p.idKey)
+		case p.id == "" && p.secret != "":
+			bad(p.idKey, "is required with %s", p.secretKey)
+		}
+	}
+	if c.OIDCIssuer != "" {
+		if u, err := url.Parse(c.OIDCIssuer); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			bad("OIDC_ISSUER", "expected an https URL such as https://id.example.com, got %q", c.OIDCIssuer)
+		}
+		for _, req := range []struct{ v, key string }{{c.OIDCName, "OIDC_NAME"}, {c.OIDCClientID, "OIDC_CLIENT_ID"}, {c.OIDCIMAPHost, "OIDC_IMAP_HOST"}} {
+			if strings.TrimSpace(req.v) == "" {
+				bad(req.key, "is required with OIDC_ISSUER")
+			}
+		}
+		if n := strings.ToLower(strings.TrimSpace(c.OIDCName)); n == "microsoft" || n == "google" {
+			bad("OIDC_NAME", "%q is taken by the preset of that name: use MICROSOFT_CLIENT_ID or GOOGLE_CLIENT_ID, or another name", c.OIDCName)
+		}
+	}
+	if c.ProvidersConfigured() && !c.OAuthEnabled() {
+		bad("PUBLIC_URL", "is required for sign-in with a provider (the provider sends people back to PUBLIC_URL/authorize/callback), and OAUTH must be on")
+	}
+	for _, h := range c.MailHosts {
+		if _, _, err := ParseMailHost(h); err != nil {
+			bad("MAIL_HOSTS", "%v", err)
+		}
+	}
+}
+
+// ProvidersConfigured reports whether any sign-in provider is set up.
+func (c *Config) ProvidersConfigured() bool {
+	return c.MicrosoftClientID != "" || c.GoogleClientID != "" || c.OIDCIssuer != ""
+}
+
+// ParseMailHost reads one MAIL_HOSTS entry: a host name or *.domain
+// pattern, optionally with :PORT (0 when none is given).
+func ParseMailHost(entry string) (pattern string, port int, err error) {
+	e := strings.ToLower(strings.TrimSpace(entry))
+	if h, p, ok := strings.Cut(e, ":"); ok {
+		n, perr := strconv.Atoi(p)
+		if perr != nil || n < 1 || n > 65535 {
+			return "", 0, fmt.Errorf("%q: the port after : must be 1 to 65535", entry)
+		}
+		e, port = h, n
+	}
+	name := strings.TrimPrefix(e, "*.")
+	if name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789.-") != "" || strings.Contains(name, "..") || strings.HasPrefix(name, ".") || strings.HasSuffix(name, ".") {
+		return "", 0, fmt.Errorf("%q is not a host name or *.domain pattern", entry)
+	}
+	if strings.HasPrefix(e, "*.") && !strings.Contains(name, ".") {
+		return "", 0, fmt.Errorf("%q: a pattern must name a domain with at least two labels (*.example.com)", entry)
+	}
+	return e, port, nil
 }

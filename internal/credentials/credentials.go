@@ -35,6 +35,10 @@ type Credentials struct {
 	// from the x-mailbox-agent header, ?agent= on the MCP URL, or sealed
 	// in the token. Checked where it is used (agents.CheckName).
 	Agent string
+	// Host is the mail host the login is for: "" for the gateway's default
+	// (IMAP_HOST), else a provider's host or one MAIL_HOSTS allows. Where
+	// it is allowed, and how it is reached, is the hosts package's to say.
+	Host string
 	// Expires is when these credentials stop being valid through the
 	// gateway: the expiry of the sign-in grant (OAuth access token) or of
 	// the credentials token they came from; zero for none. Anything made
@@ -153,6 +157,17 @@ func (c Credentials) Key(host string) string {
 		fmt.Fprintf(m, "%d:%s", len(s), s)
 	}
 	return hex.EncodeToString(m.Sum(nil))
+}
+
+// AccountKey names the account these credentials log in to, across
+// hosts: the host and the canonical user name. Every per-user limit and
+// the pool's per-user bound are keyed on it, so the same name at two
+// hosts is two accounts.
+func (c Credentials) AccountKey() string {
+	if c.Host == "" {
+		return Account(c.User)
+	}
+	return strings.ToLower(c.Host) + "\x00" + Account(c.User)
 }
 
 // Account is the canonical form of a user name: trimmed and lower-cased,

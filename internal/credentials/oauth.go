@@ -36,6 +36,8 @@ const (
 	KindApprovalState   OAuthKind = "aps1."
 	KindApprovalLink    OAuthKind = "apl1."
 	KindApprovalSession OAuthKind = "apc1." // an MCP session id that says the client can show forms
+	// The state of a sign-in at the mailbox's provider (internal/oauth).
+	KindProviderState OAuthKind = "ops1."
 	maxOAuth                      = 8 << 10
 )
 
@@ -67,6 +69,14 @@ type Grant struct {
 	// has none: its ID stands for the family.
 	Family string
 	Gen    uint32
+	// Provider names the sign-in provider (microsoft, google, or the
+	// operator's) when the login is an OAuth access token it issued (Creds
+	// then has the OAuth mechanism); ProviderRefresh is the provider's
+	// refresh token, travelling sealed so that nothing is stored, and
+	// ProviderExpires when the provider's access token in Creds expires.
+	Provider        string
+	ProviderRefresh string
+	ProviderExpires time.Time
 }
 
 type grantPayload struct {
@@ -82,6 +92,11 @@ type grantPayload struct {
 	Exp int64  `json:"exp"`
 	F   string `json:"f,omitempty"`
 	G   uint32 `json:"g,omitempty"`
+	K   string `json:"k,omitempty"` // "oauth": P is an access token
+	H   string `json:"h,omitempty"` // the mail host
+	Pv  string `json:"pv,omitempty"`
+	PR  string `json:"pr,omitempty"`
+	PE  int64  `json:"pe,omitempty"`
 }
 
 // NewGrantID returns a fresh random grant id.
@@ -102,17 +117,24 @@ func (s *Sealer) SealGrant(kind OAuthKind, g Grant) (string, error) {
 		return "", errors.New("credentials: not a grant kind")
 	case !c.Valid() || g.ID == "" || g.Expires.IsZero():
 		return "", errors.New("credentials: a grant needs a login, an id and an expiry")
-	case c.Mechanism() == MechOAuth:
-		// The payload has no kind field: the access token would open as
-		// a password. The sign-in page takes passwords only.
-		return "", errors.New("credentials: an upstream OAuth access token cannot be sealed into a grant")
+	case c.Mechanism() == MechOAuth && g.Provider == "":
+		// Only a provider's own sign-in seals an access token, with the
+		// refresh token that renews it.
+		return "", errors.New("credentials: an upstream OAuth access token is sealed into a grant only by a provider sign-in")
 	case !utf8.ValidString(c.User) || !utf8.ValidString(c.password):
 		return "", ErrNotUTF8
 	case strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0):
 		return "", ErrNUL
 	}
 	p := grantPayload{ID: g.ID, U: c.User, P: c.password, NS: c.Scope.NoSend, C: g.ClientID, R: g.RedirectURI,
-		CC: g.Challenge, Aud: g.Audience, Exp: g.Expires.Unix(), F: g.Family, G: g.Gen}
+		CC: g.Challenge, Aud: g.Audience, Exp: g.Expires.Unix(), F: g.Family, G: g.Gen,
+		H: c.Host, Pv: g.Provider, PR: g.ProviderRefresh}
+	if c.Mechanism() == MechOAuth {
+		p.K = kindOAuth
+	}
+	if !g.ProviderExpires.IsZero() {
+		p.PE = g.ProviderExpires.Unix()
+	}
 	if c.Scope.Level != 0 {
 		p.A = c.Scope.Level.String()
 	}
@@ -137,6 +159,14 @@ func (s *Sealer) OpenGrant(kind OAuthKind, token string, now time.Time) (Grant, 
 		return Grant{}, ErrGrantMalformed
 	}
 	c := New(p.U, p.P)
+	switch p.K {
+	case "":
+	case kindOAuth:
+		c = NewOAuth(p.U, p.P)
+	default:
+		return Grant{}, ErrGrantMalformed
+	}
+	c.Host = p.H
 	c.Scope.NoSend = p.NS
 	if p.A != "" {
 		l, err := access.Parse(p.A)
@@ -146,7 +176,11 @@ func (s *Sealer) OpenGrant(kind OAuthKind, token string, now time.Time) (Grant, 
 		c.Scope.Level = l
 	}
 	c.Expires = time.Unix(p.Exp, 0)
-	g := Grant{ID: p.ID, Creds: c, ClientID: p.C, RedirectURI: p.R, Challenge: p.CC, Audience: p.Aud, Expires: time.Unix(p.Exp, 0), Family: p.F, Gen: p.G}
+	g := Grant{ID: p.ID, Creds: c, ClientID: p.C, RedirectURI: p.R, Challenge: p.CC, Audience: p.Aud, Expires: time.Unix(p.Exp, 0), Family: p.F, Gen: p.G,
+		Provider: p.Pv, ProviderRefresh: p.PR}
+	if p.PE != 0 {
+		g.ProviderExpires = time.Unix(p.PE, 0)
+	}
 	if !now.Before(g.Expires) {
 		return Grant{}, ErrGrantExpired
 	}

@@ -84,6 +84,8 @@ type payload struct {
 	// Ap is the approval the token asks for besides the operator's
 	// ("send", "destructive", "all"). Version 2 only.
 	Ap string `json:"ap,omitempty"`
+	// H is the mail host the login is for ("" the default). Version 2 only.
+	H string `json:"h,omitempty"`
 }
 
 type sealKey struct {
@@ -173,6 +175,9 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	if !c.Expires.IsZero() {
 		p.V, p.Exp = 2, c.Expires.Unix()
 	}
+	if c.Host != "" {
+		p.V, p.H = 2, c.Host
+	}
 	plain, err := json.Marshal(p)
 	if err != nil {
 		return "", err
@@ -234,7 +239,7 @@ func (s *Sealer) OpenAt(token string, now time.Time) (Credentials, error) {
 	}
 	defer clear(plain)
 	var p payload
-	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "" || p.Exp != 0 || p.Ap != "")) || (p.K != "" && p.K != kindOAuth) {
+	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "" || p.Exp != 0 || p.Ap != "" || p.H != "")) || (p.K != "" && p.K != kindOAuth) {
 		return Credentials{}, ErrVersion
 	}
 	c := New(p.U, p.P)
@@ -257,6 +262,7 @@ func (s *Sealer) OpenAt(token string, now time.Time) (Credentials, error) {
 		if p.Exp != 0 {
 			c.Expires = time.Unix(p.Exp, 0)
 		}
+		c.Host = p.H
 		if p.Ap != "" {
 			ap, err := access.ParseApproval(p.Ap)
 			if err != nil || ap == 0 {

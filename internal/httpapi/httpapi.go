@@ -116,7 +116,7 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	if opts.OAuth != nil {
 		signIn := limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(opts.TrustedProxies, http.MaxBytesHandler(opts.OAuth, 64<<10))))
-		for _, p := range []string{"/.well-known/", "/authorize", "/token", "/register"} {
+		for _, p := range []string{"/.well-known/", "/authorize", "/authorize/callback", "/token", "/register"} {
 			mux.Handle(p, signIn)
 		}
 	}

@@ -127,7 +127,14 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusForbidden, "This sign-in form was not opened in this browser (or cookies are off). Go back to your app and start the sign-in again.")
 		return
 	}
-	if r.PostForm.Get("action") != "allow" {
+	action := r.PostForm.Get("action")
+	if name, ok := strings.CutPrefix(action, "provider:"); ok {
+		if p := s.provider(name); p != nil {
+			s.startProvider(w, r, req, form, p)
+			return
+		}
+	}
+	if action != "allow" {
 		s.redirectError(w, r, req.RedirectURI, req.State, "access_denied", "the user cancelled the sign-in")
 		return
 	}

@@ -40,14 +40,23 @@ type registration struct {
 	AuthMethod   string   `json:"token_endpoint_auth_method"`
 }
 
-// validRedirectURI accepts https URIs, and http ones on a loopback
-// address for native clients (RFC 8252 §7.3); no fragment, no user info.
+// validRedirectURI accepts https URIs, http ones on a loopback address for
+// native clients (RFC 8252 §7.3), and private-use schemes of native apps
+// (RFC 8252 §7.1: cursor://…, com.example.app:/cb); no fragment, no user
+// info, and never a scheme a browser or the system handles itself
+// (javascript:, data:, file: and the like).
 func validRedirectURI(raw string) bool {
 	if len(raw) > maxRedirectURILen {
 		return false
 	}
 	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" || u.Fragment != "" || u.User != nil || !u.IsAbs() {
+	if err != nil || u.Fragment != "" || u.User != nil || !u.IsAbs() {
+		return false
+	}
+	if privateUseScheme(u.Scheme) {
+		return u.Opaque == "" || strings.HasPrefix(u.Opaque, "/")
+	}
+	if u.Host == "" {
 		return false
 	}
 	switch u.Scheme {
@@ -64,6 +73,23 @@ func validRedirectURI(raw string) bool {
 	return false
 }
 
+// refusedSchemes are schemes a browser, the system or another program
+// handles: a code sent there would run script, open a file or leave the
+// app's hands. Lower case (url.Parse lowers the scheme).
+var refusedSchemes = map[string]bool{
+	"javascript": true, "vbscript": true, "data": true, "file": true, "about": true, "blob": true,
+	"filesystem": true, "view-source": true, "ftp": true, "ws": true, "wss": true, "jar": true,
+	"mailto": true, "tel": true, "sms": true, "intent": true, "chrome": true, "chrome-extension": true,
+	"moz-extension": true, "resource": true, "ms-settings": true, "shell": true, "urn": true,
+}
+
+// privateUseScheme reports whether scheme is one a native app may claim
+// for its redirects: not http(s), not one refused above, at least two
+// characters (one letter is a Windows drive).
+func privateUseScheme(scheme string) bool {
+	return len(scheme) >= 2 && scheme != "http" && scheme != "https" && !refusedSchemes[scheme]
+}
+
 // checkClient validates a registration's name and redirect URIs.
 func checkClient(reg registration) (client, error) {
 	if len(reg.RedirectURIs) == 0 || len(reg.RedirectURIs) > maxRedirectURIs {
@@ -71,7 +97,7 @@ func checkClient(reg registration) (client, error) {
 	}
 	for _, u := range reg.RedirectURIs {
 		if !validRedirectURI(u) {
-			return client{}, errors.New("each redirect URI must be https, or http on a loopback address (127.0.0.1, [::1], localhost), without a fragment")
+			return client{}, errors.New("each redirect URI must be https, http on a loopback address (127.0.0.1, [::1], localhost), or a native app's own scheme (such as cursor://callback), without a fragment; javascript:, data:, file: and the like are refused")
 		}
 	}
 	name := strings.TrimSpace(reg.ClientName)

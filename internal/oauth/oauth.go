@@ -25,6 +25,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/egress"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/providers"
 )
 
 // Verifier checks a login at the mail server (a real IMAP login); its
@@ -70,6 +71,9 @@ type Config struct {
 	// DefaultGrantsPerAccount); a new one replaces its least recently
 	// refreshed.
 	GrantsPerAccount int
+	// Providers are offered on the sign-in page ("Continue with ..."),
+	// in this order.
+	Providers []*providers.Provider
 }
 
 // Defaults of Config's bounds.
@@ -127,6 +131,7 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("/.well-known/openid-configuration", s.authorizationServer)
 	mux.HandleFunc("/register", s.register)
 	mux.HandleFunc("/authorize", s.authorize)
+	mux.HandleFunc(CallbackPath, s.callback)
 	mux.HandleFunc("/token", s.token)
 	s.mux = mux
 	return s
@@ -134,7 +139,7 @@ func New(cfg Config) *Server {
 
 // Paths are the paths the server answers, for the gateway's mux ("/.well-known/"
 // is a prefix).
-var Paths = []string{"/.well-known/", "/register", "/authorize", "/token"}
+var Paths = []string{"/.well-known/", "/register", "/authorize", CallbackPath, "/token"}
 
 // ServeHTTP serves the metadata documents, /register, /authorize and /token.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

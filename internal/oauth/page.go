@@ -24,6 +24,7 @@ input[type=email],input[type=password],input[type=text]{width:100%;padding:.5rem
 .hint{font-size:.9rem;color:#444;margin:.25rem 0 0}
 .error{border:2px solid #b00020;padding:.5rem 1rem;color:#b00020}
 .actions{margin-top:1.5rem;display:flex;gap:1rem}
+.providers{display:flex;flex-direction:column;gap:.5rem;margin-top:1rem}
 button{font-size:1rem;padding:.5rem 1.25rem}
 </style>
 </head>
@@ -36,6 +37,10 @@ button{font-size:1rem;padding:.5rem 1.25rem}
 {{if .Error}}<p class="error" role="alert" id="error">{{.Error}}</p>{{end}}
 <form method="post" action="authorize">
 <input type="hidden" name="form" value="{{.Form}}">
+{{if .Providers}}<div class="providers">{{range .Providers}}
+<button type="submit" name="action" value="provider:{{.Name}}" formnovalidate>Continue with {{.Display}}</button>{{end}}
+</div>
+<p class="hint">Or with a mail password:</p>{{end}}
 <label for="username">Mail address</label>
 <input type="email" id="username" name="username" autocomplete="username" required value="{{.User}}"{{if .Error}} aria-describedby="error"{{end}}>
 <label for="password">Password</label>
@@ -55,14 +60,24 @@ type pageData struct {
 	ClientName, RedirectHost string
 	Abilities                []string
 	Form, User, Error, Fatal string
+	Providers                []providerButton
 }
+
+type providerButton struct{ Name, Display string }
 
 func (s *Server) signInPage(w http.ResponseWriter, status int, q request, form, user, errMsg string) {
 	host := q.RedirectURI
 	if u, err := url.Parse(q.RedirectURI); err == nil {
 		host = u.Host
+		if u.Scheme != "https" && u.Scheme != "http" {
+			host = "the app " + u.Scheme + ":" // a native app's own scheme
+		}
 	}
-	s.page(w, status, pageData{ClientName: q.ClientName, RedirectHost: host, Abilities: describe(q.scope()), Form: form, User: user, Error: errMsg})
+	d := pageData{ClientName: q.ClientName, RedirectHost: host, Abilities: describe(q.scope()), Form: form, User: user, Error: errMsg}
+	for _, p := range s.cfg.Providers {
+		d.Providers = append(d.Providers, providerButton{Name: p.Config().Name, Display: p.Config().DisplayName})
+	}
+	s.page(w, status, d)
 }
 
 func (s *Server) errorPage(w http.ResponseWriter, status int, msg string) {

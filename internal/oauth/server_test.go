@@ -373,3 +373,31 @@ func TestClientMetadataNeverReachesPrivate(t *testing.T) {
 		t.Fatalf("%d connections reached the loopback listener", n)
 	}
 }
+
+// TestRedirectSchemes: native apps' own schemes are accepted for public
+// clients (RFC 8252 §7.1), the schemes browsers and systems handle are not.
+func TestRedirectSchemes(t *testing.T) {
+	for uri, ok := range map[string]bool{
+		"cursor://anysphere.cursor-retrieval/oauth/callback":     true,
+		"com.example.app:/oauth2redirect":                        true,
+		"vscode://vscode.github-authentication/did-authenticate": true,
+		"https://app.example.com/cb":                             true,
+		"http://127.0.0.1:8080/cb":                               true,
+		"http://example.com/cb":                                  false,
+		"javascript:alert(1)":                                    false,
+		"JavaScript://%0aalert(1)":                               false,
+		"data:text/html,x":                                       false,
+		"file:///etc/passwd":                                     false,
+		"vbscript:x":                                             false,
+		"c:/windows":                                             false,
+		"cursor://x/cb#frag":                                     false,
+		"cursor://user@x/cb":                                     false,
+		"com.example.app:relative":                               false,
+		"about:blank":                                            false,
+		"chrome-extension://abc/cb":                              false,
+	} {
+		if got := validRedirectURI(uri); got != ok {
+			t.Errorf("%s: %v, want %v", uri, got, ok)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/providers"
 )
 
 // token is the token endpoint: authorization_code and refresh_token
@@ -83,7 +85,8 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.now()
-	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: credentials.NewGrantID()}
+	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: credentials.NewGrantID(),
+		Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires}
 	err = s.ledger.exchange(g.ID, g.Expires, next.Family, credentials.Account(g.Creds.User), now.Add(s.cfg.RefreshTTL), now)
 	if errors.Is(err, errCodeUsed) {
 		s.log.WarnContext(r.Context(), "authorization code replayed", "client_registered", strings.HasPrefix(g.ClientID, string(credentials.KindClient)))
@@ -113,7 +116,8 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_target", "this server issues tokens only for "+s.resource)
 		return
 	}
-	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: g.Family, Gen: g.Gen + 1}
+	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: g.Family, Gen: g.Gen + 1,
+		Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires}
 	if next.Family == "" {
 		next.Family = g.ID // made before families: its own id names one
 	}
@@ -124,6 +128,23 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		next.Creds.Scope = asked
+	}
+	if next.Provider != "" {
+		// A provider's sign-in: renew its tokens there first (nothing is
+		// kept here, so that is the only way to a fresh access token). A
+		// provider that cannot be reached leaves the refresh token
+		// unused, so that the client can try again.
+		if err := s.refreshAtProvider(r, &next); err != nil {
+			if errors.Is(err, providers.ErrRefused) || mailerr.KindOf(err) == mailerr.Forbidden {
+				s.log.InfoContext(r.Context(), "provider refused a refresh", "provider", next.Provider)
+				oauthError(w, http.StatusBadRequest, "invalid_grant", "the provider no longer accepts this sign-in (revoked, password changed or consent withdrawn): sign in again")
+				return
+			}
+			s.log.WarnContext(r.Context(), "provider refresh failed", "provider", next.Provider, "err", err)
+			retryAfter(w, 30*time.Second)
+			oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the provider cannot be reached to renew the sign-in; try again later")
+			return
+		}
 	}
 	now := s.now()
 	err = s.ledger.refresh(next.Family, g.Gen, credentials.Account(g.Creds.User), now.Add(s.cfg.RefreshTTL), now)
@@ -177,6 +198,10 @@ func retryAfter(w http.ResponseWriter, d time.Duration) {
 	w.Header().Set("Retry-After", strconv.Itoa(seconds(d)))
 }
 
+// providerSkew is how much earlier than the provider's access token ours
+// expires: the client refreshes before the provider's token is refused.
+const providerSkew = 30 * time.Second
+
 // seconds rounds d up to whole seconds, at least one.
 func seconds(d time.Duration) int { return max(1, int((d+time.Second-1)/time.Second)) }
 
@@ -194,15 +219,21 @@ func (s *Server) issue(w http.ResponseWriter, g credentials.Grant) {
 		g.Creds.Scope.Level = s.cfg.Operator
 	}
 	g.Creds.Scope.NoSend = g.Creds.Scope.NoSend || !s.cfg.CanSend
+	expires := now.Add(s.cfg.AccessTTL)
+	if !g.ProviderExpires.IsZero() && g.ProviderExpires.Add(-providerSkew).Before(expires) {
+		// Our access token carries the provider's: it lasts no longer.
+		expires = g.ProviderExpires.Add(-providerSkew)
+	}
 	access, err := s.cfg.Sealer.SealGrant(credentials.KindAccess, credentials.Grant{
-		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: now.Add(s.cfg.AccessTTL)})
+		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: expires,
+		Provider: g.Provider, ProviderExpires: g.ProviderExpires})
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "the token could not be made")
 		return
 	}
 	refresh, err := s.cfg.Sealer.SealGrant(credentials.KindRefresh, credentials.Grant{
 		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: now.Add(s.cfg.RefreshTTL),
-		Family: g.Family, Gen: g.Gen})
+		Family: g.Family, Gen: g.Gen, Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires})
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "the token could not be made")
 		return
@@ -211,7 +242,7 @@ func (s *Server) issue(w http.ResponseWriter, g credentials.Grant) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"access_token":  access,
 		"token_type":    "Bearer",
-		"expires_in":    int(s.cfg.AccessTTL.Seconds()),
+		"expires_in":    max(1, int(expires.Sub(now).Seconds())),
 		"refresh_token": refresh,
 		"scope":         scopeString(g.Creds.Scope),
 	})
