@@ -38,7 +38,7 @@ const (
 	KindApprovalSession OAuthKind = "apc1." // an MCP session id that says the client can show forms
 	// The state of a sign-in at the mailbox's provider (internal/oauth).
 	KindProviderState OAuthKind = "ops1."
-	maxOAuth                      = 8 << 10
+	maxOAuth                    = 8 << 10
 )
 
 // Errors an OAuth value can be refused with; none names the mailbox.
