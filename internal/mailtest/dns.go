@@ -20,6 +20,18 @@ import (
 // for every other name. It needs no listener: Go's resolver talks to it
 // over an in-memory connection (DNS over TCP framing).
 func Resolver(t testing.TB, zone map[string][]netip.Addr) *net.Resolver {
+	return ZoneResolver(t, Zone{Addrs: zone})
+}
+
+// Zone is what a ZoneResolver answers: addresses (A, AAAA) and SRV
+// records (by the full query name, "_imaps._tcp.example.test").
+type Zone struct {
+	Addrs map[string][]netip.Addr
+	SRV   map[string][]net.SRV
+}
+
+// ZoneResolver is Resolver with SRV records too.
+func ZoneResolver(t testing.TB, zone Zone) *net.Resolver {
 	t.Helper()
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		client, server := net.Pipe()
@@ -28,7 +40,7 @@ func Resolver(t testing.TB, zone map[string][]netip.Addr) *net.Resolver {
 	}}
 }
 
-func serveDNS(c net.Conn, zone map[string][]netip.Addr) {
+func serveDNS(c net.Conn, zone Zone) {
 	defer c.Close()
 	for {
 		var n uint16
@@ -45,10 +57,22 @@ func serveDNS(c net.Conn, zone map[string][]netip.Addr) {
 		}
 		qn := q.Questions[0]
 		name := strings.TrimSuffix(strings.ToLower(qn.Name.String()), ".")
-		addrs, known := zone[name]
+		addrs, known := zone.Addrs[name]
+		srvs, knownSRV := zone.SRV[name]
 		ans := dnsmessage.Message{Header: dnsmessage.Header{ID: q.ID, Response: true, Authoritative: true}, Questions: q.Questions}
-		if !known {
+		if !known && !knownSRV {
 			ans.RCode = dnsmessage.RCodeNameError
+		}
+		for _, r := range srvs {
+			if qn.Type != dnsmessage.TypeSRV {
+				break
+			}
+			target, err := dnsmessage.NewName(strings.TrimSuffix(r.Target, ".") + ".")
+			if err != nil {
+				return
+			}
+			h := dnsmessage.ResourceHeader{Name: qn.Name, Type: dnsmessage.TypeSRV, Class: dnsmessage.ClassINET, TTL: 60}
+			ans.Answers = append(ans.Answers, dnsmessage.Resource{Header: h, Body: &dnsmessage.SRVResource{Priority: r.Priority, Weight: r.Weight, Port: r.Port, Target: target}})
 		}
 		for _, a := range addrs {
 			h := dnsmessage.ResourceHeader{Name: qn.Name, Class: dnsmessage.ClassINET, TTL: 60}

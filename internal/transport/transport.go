@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/egress"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 )
 
@@ -48,6 +49,9 @@ type Endpoint struct {
 	Server string
 	// Observer, when set, is told how dials and logins end (metrics).
 	Observer Observer
+	// PublicOnly dials only public addresses (egress): for a host a
+	// caller named, not one the operator configured.
+	PublicOnly bool
 }
 
 // Addr is host:port.
@@ -102,6 +106,9 @@ func (e Endpoint) ClientTLS() *tls.Config {
 func Dial(ctx context.Context, e Endpoint) (_ net.Conn, err error) {
 	defer func(start time.Time) { e.Observed(StepDial, start, err) }(time.Now())
 	d := net.Dialer{KeepAlive: 30 * time.Second}
+	if e.PublicOnly {
+		d.Control = egress.Control
+	}
 	raw, err := d.DialContext(ctx, "tcp", e.Addr())
 	if err != nil {
 		return nil, e.failure(ctx, e.ConnectStep(), err, e.server()+" could not be reached")
