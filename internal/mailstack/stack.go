@@ -230,14 +230,17 @@ func lookPath(bin, path string) (string, error) {
 
 // findScript walks up from the working directory to the module root (the
 // directory holding go.mod) and returns its scripts/mailstack.sh.
-func findScript() (string, error) {
+func findScript() (string, error) { return findScriptNamed("mailstack.sh") }
+
+// findScriptNamed is findScript for the module's scripts/NAME.
+func findScriptNamed(name string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("mailstack: %w", err)
 	}
 	for d := wd; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			script := filepath.Join(d, "scripts", "mailstack.sh")
+			script := filepath.Join(d, "scripts", name)
 			if _, err := os.Stat(script); err != nil {
 				return "", fmt.Errorf("mailstack: %w", err)
 			}
