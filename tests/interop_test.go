@@ -112,7 +112,7 @@ type matrix struct {
 }
 
 func runMatrix(t *testing.T, srv interopServer) {
-	env := append(slices.Clone(srv.env), "MAILBOX_ACCESS=full", "WAIT_RECHECK="+interopRecheck.String())
+	env := append(slices.Clone(srv.env), "MAILBOX_ACCESS=full", "SMTP_FROM_POLICY=any", "WAIT_RECHECK="+interopRecheck.String())
 	m := &matrix{srv: srv, uids: map[string]imap.UID{}}
 	m.g = startGatewayEnv(t, env...)
 	m.g2 = startGatewayEnv(t, env...)
@@ -573,7 +573,7 @@ func (m *matrix) deleteFolder(t *testing.T) {
 }
 
 func (m *matrix) saveDraft(t *testing.T) {
-	res := m.call(t, m.me, "imap_save_draft", map[string]any{"to": []any{"gus@example.org"}, "subject": "Interop draft", "text": "draft body"})
+	res := m.call(t, m.me, "imap_save_draft", map[string]any{"from": "Interop <interop@example.org>", "to": []any{"gus@example.org"}, "subject": "Interop draft", "text": "draft body"})
 	folder := str(res["folder"])
 	d := m.srv.dial(t)
 	uids := searchUIDs(t, d, folder, &imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: "Subject", Value: "Interop draft"}}})

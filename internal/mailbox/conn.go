@@ -67,7 +67,8 @@ type Conn struct {
 	selected    string // mailbox name as sent to the server, "" if none
 	selectedRW  bool   // selected read-write (SELECT) rather than EXAMINE
 	uidValidity uint32
-	role        string // special-use role of the selected mailbox (folders.go), "" if none
+	role        string  // special-use role of the selected mailbox (folders.go), "" if none
+	srv         *Server // what is known about the server (server.go), nil until learned
 	closeOnce   sync.Once
 }
 

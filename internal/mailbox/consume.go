@@ -86,7 +86,10 @@ type Consumed struct {
 // them; only if that fails too do they stay read without having been
 // returned.
 func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o ConsumeOptions) (*Consumed, error) {
-	folder := normFolder(o.Folder)
+	folder, err := c.folderArg(ctx, creds, o.Folder)
+	if err != nil {
+		return nil, err
+	}
 	limit, maxChars := o.Limit, o.MaxChars
 	switch {
 	case limit == 0:
@@ -116,7 +119,7 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 
 	var found, condStore bool
 	var uv uint32
-	err := c.do(ctx, creds, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}

@@ -90,7 +90,10 @@ func normFolder(f string) string {
 // the same whatever the folder's size: the newest messages are the highest
 // sequence numbers, known from the message count without any search.
 func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, o ListOptions) (*Page, error) {
-	folder := normFolder(o.Folder)
+	folder, err := c.folderArg(ctx, creds, o.Folder)
+	if err != nil {
+		return nil, err
+	}
 	limit, err := checkLimit(o.Limit)
 	if err != nil {
 		return nil, err
@@ -398,10 +401,13 @@ func (conn *Conn) finishSelect(s *selecting) (*imap.SelectData, error) {
 		}
 	}
 	if err != nil {
-		return nil, imapError(err, s.folder)
+		return nil, conn.folderError(err, s.folder, "open")
 	}
 	if role == "" && s.folder == "INBOX" {
 		role = "inbox"
+	}
+	if role == "" && conn.srv != nil && !conn.srv.HasSpecialUse() {
+		role = conn.srv.Namespace.roleByName(s.folder)
 	}
 	conn.selected, conn.selectedRW, conn.uidValidity, conn.role = s.folder, !s.readOnly, data.UIDValidity, role
 	return data, nil

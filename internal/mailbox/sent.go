@@ -45,12 +45,15 @@ var threadHeaders = []string{"Message-ID", "In-Reply-To", "References", "Reply-T
 // EXAMINE and BODY.PEEK, so the message stays exactly as it was (\Seen
 // unchanged).
 func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, folder string, uid uint32) (*Original, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	if uid == 0 {
 		return nil, badUID()
 	}
 	var out *Original
-	err := c.doIn(ctx, creds, folder, "reading the original message", func(ctx context.Context, conn *Conn) error {
+	err = c.doIn(ctx, creds, folder, "reading the original message", func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
@@ -114,7 +117,10 @@ func msgIDs(v string) []string {
 // have the UIDVALIDITY uidValidity (0: not checked). It needs a read-write
 // SELECT; the connection remembers that, so the next read re-EXAMINEs.
 func (c *Client) MarkAnswered(ctx context.Context, creds credentials.Credentials, folder string, uid, uidValidity uint32) error {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return err
+	}
 	return c.do(ctx, creds, "flagging the original as answered", false, func(ctx context.Context, conn *Conn) error {
 		if err := conn.selectRW(folder); err != nil {
 			return err

@@ -109,7 +109,7 @@ func (c *Client) ClaimSent(ctx context.Context, creds credentials.Credentials, f
 		if err != nil {
 			return err
 		}
-		uid, err := appendOne(cl, name, raw, []imap.Flag{imap.FlagSeen, SendingKeyword}, date)
+		uid, err := conn.append(name, raw, []imap.Flag{imap.FlagSeen, SendingKeyword}, date)
 		if err != nil {
 			return err
 		}
@@ -280,9 +280,12 @@ type Located struct {
 // FindMessageID finds the one message in folder whose Message-ID is id;
 // nil when there is none, or more than one (it would be a guess).
 func (c *Client) FindMessageID(ctx context.Context, creds credentials.Credentials, folder, id string) (*Located, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	var out *Located
-	err := c.do(ctx, creds, "looking for a message by its Message-ID", true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "looking for a message by its Message-ID", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}
