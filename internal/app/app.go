@@ -86,6 +86,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	}, log)
 	mb.SetWaitLimits(cfg.MaxWaiters, cfg.MaxWaitersPerUser)
 	mb.SetWaitPoll(cfg.WaitPollInterval)
+	mb.SetWaitRecheck(cfg.WaitRecheck)
 
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
