@@ -24,6 +24,8 @@ type Client struct {
 	log  *slog.Logger
 	// srv is what is known about the mail server (server.go), once learned.
 	srv atomic.Pointer[Server]
+	// recordsPruned is when old claim records were last removed (UnixNano).
+	recordsPruned atomic.Int64
 }
 
 // New makes a Client. Close it to log out of every pooled connection.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
@@ -176,6 +177,11 @@ func imapError(err error, folder string) error {
 // NO without a code); a NO for permission, a read-only folder, quota or
 // an invalid name is reported as that, with the server's words.
 func (conn *Conn) folderError(err error, folder, op string) error {
+	return folderErrorOn(conn.client(), err, folder, op)
+}
+
+// folderErrorOn is Conn.folderError on a client.
+func folderErrorOn(cl *imapclient.Client, err error, folder, op string) error {
 	var ie *imap.Error
 	if !errors.As(err, &ie) || ie.Type != imap.StatusResponseTypeNo {
 		return imapError(err, folder)
@@ -191,7 +197,7 @@ func (conn *Conn) folderError(err error, folder, op string) error {
 		return imapError(err, folder)
 	case "":
 		if !strings.EqualFold(folder, "INBOX") {
-			if d, lerr := listOne(conn.client(), folder); lerr == nil && (d == nil || !selectable(d)) {
+			if d, lerr := listOne(cl, folder); lerr == nil && (d == nil || !selectable(d)) {
 				return notFound(err, folder)
 			}
 		}

@@ -104,11 +104,18 @@ func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, 
 	}
 	var page *Page
 	err = c.doIn(ctx, creds, folder, "listing the messages", func(ctx context.Context, conn *Conn) error {
+		cl := conn.client()
+		reused := conn.selected == folder && !conn.selectedRW && cl.Mailbox() != nil
 		mb, err := conn.examine(folder)
 		if err != nil {
 			return err
 		}
-		cl := conn.client()
+		if reused {
+			// Courier answers STATUS of the selected folder from the
+			// session's view, which only a command brings up to date:
+			// pipelined, the NOOP costs no round trip.
+			cl.Noop()
+		}
 		status := cl.Status(folder, pageStatus)
 		var set imap.SeqSet
 		if cur == nil {

@@ -314,7 +314,7 @@ func deleteExactly(cl *imapclient.Client, set imap.UIDSet) error {
 // (STATUS answers for it).
 func destinationExists(cl *imapclient.Client, folder string) error {
 	if _, err := cl.Status(folder, &imap.StatusOptions{NumMessages: true}).Wait(); err != nil {
-		if e := imapError(err, folder); mailerr.KindOf(e) != mailerr.NotFound {
+		if e := folderErrorOn(cl, err, folder, "look at"); mailerr.KindOf(e) != mailerr.NotFound {
 			return e
 		}
 		return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist or cannot hold messages; nothing was changed").About(mailerr.SubjectFolder)

@@ -23,8 +23,10 @@ package mailbox
 // Two more differences are not learned but avoided on every server, since
 // avoiding them costs nothing: APPEND to a folder the same connection has
 // selected read-only (Courier: NO Current box is selected READ-ONLY) never
-// happens (Conn.append), and STATUS of the folder the connection has
-// selected is never asked (listFolders).
+// happens (Conn.append); and STATUS of the folder the connection has
+// selected is either not asked (listFolders leaves it first) or follows a
+// NOOP (ListEmails): Courier answers it from the session's view, stale
+// until a command brings it up to date.
 
 import (
 	"context"
@@ -48,6 +50,10 @@ type Server struct {
 	vendorMetadataRefused atomic.Bool
 	// lazyIdle: a wait's re-check found mail its IDLE had not announced.
 	lazyIdle atomic.Bool
+	// flagsMode is a flagsInStore: what FLAGS in the answer to a .SILENT
+	// STORE mean (consume.go): from the server's ID, or learned from a
+	// claim's answer.
+	flagsMode atomic.Int32
 }
 
 // Namespace is the user's personal namespace: its prefix ("" or "INBOX."),
@@ -241,6 +247,14 @@ func (c *Client) learn(conn *Conn) (*Server, error) {
 					s.Namespace.Others = append(s.Namespace.Others, d.Prefix)
 				}
 			}
+		}
+	}
+	if s.Has(imap.CapID) {
+		// Its name says what FLAGS in a STORE's answer mean (consume.go).
+		if id, err := cl.ID(&imap.IDData{Name: "mailbox-mcp"}).Wait(); err == nil && id != nil {
+			s.flagsMode.Store(int32(storeFlagsOf(id.Name)))
+		} else if err != nil && !asIMAP(err, new(*imap.Error)) {
+			return nil, imapError(err, "")
 		}
 	}
 	if s.Namespace.Delim == 0 {

@@ -557,7 +557,7 @@ func (w *waiter) open(ctx context.Context, conn *Conn) error {
 	err := w.c.within(ctx, conn, "opening the folder", func() error {
 		var err error
 		if sd, err = cl.Select(w.folder, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
-			return imapError(err, w.folder)
+			return conn.folderError(err, w.folder, "open")
 		}
 		if sd.UIDNext == 0 {
 			// A server that leaves UIDNEXT out of SELECT (it should not).
