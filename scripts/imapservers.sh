@@ -296,6 +296,9 @@ EOF
 
 cmd_stop() {
   [ $# -eq 1 ] || die "usage: $0 stop DIR"
+  # Processes come and go while their /proc entries are read: nothing here
+  # may end the script half way.
+  set +e +o pipefail
   local d=$1 pid kind ns
   [ -s "$d/server.env" ] || return 0
   # shellcheck disable=SC1091
@@ -317,7 +320,12 @@ cmd_stop() {
     done
     alive "$pid" || break
   done
+  if alive "$pid"; then
+    echo "imapservers: $kind in $d (PID $pid) did not stop" >&2
+    return 1
+  fi
   rm -f "$d/server.env"
+  return 0
 }
 
 # kill_ns NS SIG: the processes in mount namespace NS (one instance's);
