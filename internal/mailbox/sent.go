@@ -178,32 +178,18 @@ func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, fo
 	}
 	var out *SentCopy
 	err := c.do(ctx, creds, "saving the copy in the Sent folder", false, func(ctx context.Context, conn *Conn) error {
-		name := folder
-		if name == "" {
-			var err error
-			if name, err = findSent(conn.client()); err != nil {
-				return err
-			}
-			if name == "" {
-				return mailerr.New(mailerr.NotFound, "the mailbox has no Sent folder (none marked \\Sent and none with a usual name); the operator can name one with SENT_FOLDER")
-			}
-		}
-		cmd := conn.client().Append(name, int64(len(raw)), &imap.AppendOptions{Flags: []imap.Flag{imap.FlagSeen}, Time: date})
-		_, werr := cmd.Write(raw)
-		if cerr := cmd.Close(); werr == nil {
-			werr = cerr
-		}
-		data, err := cmd.Wait()
-		if err == nil && werr != nil {
-			err = werr
-		}
+		name, err := c.sentFolderName(conn.client(), folder, true)
 		if err != nil {
-			if mailerr.KindOf(imapError(err, name)) == mailerr.NotFound {
+			return err
+		}
+		uid, err := conn.append(name, raw, []imap.Flag{imap.FlagSeen}, date)
+		if err != nil {
+			if mailerr.KindOf(err) == mailerr.NotFound {
 				return mailerr.Wrap(mailerr.NotFound, err, "the Sent folder "+quote(name)+" does not exist").About(mailerr.SubjectFolder)
 			}
-			return imapError(err, name)
+			return err
 		}
-		out = &SentCopy{Folder: name, UID: uint32(data.UID)}
+		out = &SentCopy{Folder: name, UID: uint32(uid)}
 		return nil
 	})
 	return out, err
