@@ -109,6 +109,8 @@ type matrix struct {
 	delim    string
 	uids     map[string]imap.UID // fixture -> UID in INBOX
 	attached []byte
+	// trashFolder is where imap_trash_emails put the message.
+	trashFolder string
 }
 
 func runMatrix(t *testing.T, srv interopServer) {
@@ -169,6 +171,7 @@ func runMatrix(t *testing.T, srv interopServer) {
 			wrong = append(wrong, s.tool)
 		}
 	}
+	t.Run("errors_say_what_the_server_said", m.errors)
 	t.Run(fmt.Sprintf("%d_of_%d_tools_right", len(right), len(steps)), func(t *testing.T) {
 		if len(wrong) > 0 {
 			t.Errorf("%s: wrong: %s", srv.name, strings.Join(wrong, ", "))
@@ -552,6 +555,7 @@ func (m *matrix) move(t *testing.T) {
 func (m *matrix) trash(t *testing.T) {
 	res := m.call(t, m.me, "imap_trash_emails", map[string]any{"uids": []any{m.uids["two"]}})
 	trash := str(res["trash_folder"])
+	m.trashFolder = trash
 	d := m.srv.dial(t)
 	if !slices.Contains(folderNames(t, d), trash) {
 		t.Fatalf("trash folder %q is not on the server", trash)
@@ -582,6 +586,40 @@ func (m *matrix) saveDraft(t *testing.T) {
 	}
 	if f := flagsOfUID(t, d, folder, uids[0]); !slices.Contains(f, `\draft`) {
 		t.Errorf("the draft's flags: %v", f)
+	}
+	// The folders made on first need show their roles, with SPECIAL-USE
+	// or (Courier) from their names.
+	roles := map[string]string{}
+	for _, f := range list(m.call(t, m.me, "imap_list_folders", nil)["folders"]) {
+		roles[str(obj(f)["name"])] = str(obj(f)["role"])
+	}
+	if roles[folder] != "drafts" || roles[m.trashFolder] != "trash" {
+		t.Errorf("roles: %s %q, %s %q; want drafts and trash", folder, roles[folder], m.trashFolder, roles[m.trashFolder])
+	}
+}
+
+// errors: a folder that is not there "does not exist" on every server
+// (Cyrus and Courier say only NO: the gateway asks LIST), and a refusal
+// is reported as one, with the server's words.
+func (m *matrix) errors(t *testing.T) {
+	res := mailtest.Call(t, m.me, "imap_list_emails", map[string]any{"folder": "Interop Nowhere"})
+	if !res.IsError || !strings.Contains(mailtest.Text(res), "does not exist") {
+		t.Errorf("a missing folder: %q", mailtest.Text(res))
+	}
+	if m.prefix == "" {
+		return
+	}
+	// Outside the personal namespace, where this user may create nothing.
+	other := "user.bob.Interop"
+	if m.srv.name == "courier" {
+		other = "shared.Interop"
+	}
+	res = mailtest.Call(t, m.me, "imap_create_folder", map[string]any{"name": other})
+	if txt := mailtest.Text(res); !res.IsError || strings.Contains(txt, "does not exist") || !strings.Contains(txt, "it said:") {
+		t.Errorf("a refused create: %q", txt)
+	}
+	if slices.Contains(folderNames(t, m.srv.dial(t)), other) {
+		t.Errorf("%s was created", other)
 	}
 }
 
