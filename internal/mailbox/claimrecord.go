@@ -1,7 +1,6 @@
 package mailbox
 
-// Claims with an idempotency key (imap_check_inbox's idempotency_key):
-// a retry with the same key, from any gateway, returns the batch the first
+// Claims with an idempotency key (ConsumeOptions.IdempotencyKey): a retry with the same key, from any gateway, returns the batch the first
 // call took, even when that call's answer was lost after its STORE.
 //
 // Two records make that possible without keeping anything on the gateway:

@@ -40,7 +40,7 @@ type Config struct {
 	// DRAFTS_FOLDER); "" finds them by special use, then by usual names.
 	TrashFolder, DraftsFolder string
 	// RecordsRoot is the folder under which the claim records of
-	// imap_check_inbox's idempotency key live (AGENTS_FOLDER; default
+	// Consume's idempotency key live (AGENTS_FOLDER; default
 	// Agents), in the personal namespace.
 	RecordsRoot string
 	// Observer, when set, is told how dials and logins end (metrics).

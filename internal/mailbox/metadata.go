@@ -57,7 +57,7 @@ func (c *Client) GetMetadata(ctx context.Context, creds credentials.Credentials,
 		}
 		data, err := cl.GetMetadata(folder, entries, nil).Wait()
 		if err != nil {
-			return metadataError(err, folder)
+			return metadataError(conn, err, folder)
 		}
 		for k, v := range data.Entries {
 			if v != nil {
@@ -93,7 +93,7 @@ func (c *Client) SetMetadata(ctx context.Context, creds credentials.Credentials,
 				}
 				return ErrNoMetadata
 			}
-			return metadataError(err, folder)
+			return metadataError(conn, err, folder)
 		}
 		return nil
 	})
@@ -137,8 +137,8 @@ func (c *Client) ChildMetadata(ctx context.Context, creds credentials.Credential
 			data, err := cmd.Wait()
 			if err != nil {
 				// a folder deleted meanwhile has no metadata; the rest stands
-				if firstErr == nil && mailerr.KindOf(imapError(err, folder)) != mailerr.NotFound {
-					firstErr = metadataError(err, folder)
+				if firstErr == nil && mailerr.KindOf(conn.folderError(err, folder, "read metadata of")) != mailerr.NotFound {
+					firstErr = metadataError(conn, err, folder)
 				}
 				continue
 			}
@@ -175,12 +175,16 @@ func vendorEntries(entries map[string]*[]byte) bool {
 // metadataError classifies a GETMETADATA/SETMETADATA error: the METADATA
 // response codes (MAXSIZE, TOOMANY, NOPRIVATE) say the server will not
 // hold the value.
-func metadataError(err error, folder string) error {
+func metadataError(conn *Conn, err error, folder string) error {
 	var ie *imap.Error
 	if errors.As(err, &ie) && strings.EqualFold(string(ie.Code), "METADATA") {
 		return mailerr.Wrap(mailerr.TooLarge, err, "the mail server refused to store the metadata (too large, or too many entries)")
 	}
-	return imapError(err, folder)
+	if folder == "" {
+		return imapError(err, folder)
+	}
+	// Dovecot answers METADATA about a missing folder with a bare NO.
+	return conn.folderError(err, folder, "keep metadata on")
 }
 
 // KeyHeader is the header that names a keyed message's key.
