@@ -139,21 +139,10 @@ func (s *IMAPServer) start() (err error) {
 	}()
 	// As for the Dovecot stack: a watchdog that stops the server and
 	// removes DIR once every write end of its stdin is closed.
-	pr, pw, err := os.Pipe()
+	pw, watch, err := startWatchdog("imapserver-watchdog", dir, s.script, nil)
 	if err != nil {
-		return fmt.Errorf("mailstack: %w", err)
+		return err
 	}
-	watch := exec.Command("/bin/sh", "-c",
-		`read -r _ || true; if [ -d "$1" ]; then "$2" stop "$1" >/dev/null 2>&1; rm -rf "$1"; fi`,
-		"imapserver-watchdog", dir, s.script)
-	watch.Stdin = pr
-	watch.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := watch.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return fmt.Errorf("mailstack: watchdog: %w", err)
-	}
-	pr.Close()
 	s.guard, s.watch = pw, watch
 	defer func() {
 		if err != nil {
