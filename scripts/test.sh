@@ -63,6 +63,15 @@ elif ! command -v dovecot >/dev/null || ! command -v postfix >/dev/null; then
   step "no dpkg/apt-get: install Dovecot 2.3 (imapd, lmtpd) and Postfix yourself; the mail stack tests will skip"
 fi
 
+# --- Cyrus and Courier beside Dovecot (the interop matrix, tests/interop_test.go)
+# Their dependencies from apt, the two servers unpacked under
+# /var/cache/mailbox-mcp/imapservers (they conflict with dovecot-imapd, so
+# they are never installed as packages); nothing when they are there.
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  step "Cyrus and Courier for the interop tests (scripts/imapservers.sh install)"
+  if scripts/imapservers.sh install; then echo "ok"; else echo "FAIL: scripts/imapservers.sh install"; imapservers_failed=1; fi
+fi
+
 # --- npm packages of the real-client tests (tests/clients) ------------------
 # tests/clients_test.go runs mcp-remote and the TypeScript SDK from
 # tests/clients/node_modules, installed exactly from package-lock.json. Without
@@ -131,6 +140,7 @@ fi
 
 failed_steps=()
 [ -n "${npm_failed:-}" ] && failed_steps+=("npm ci")
+[ -n "${imapservers_failed:-}" ] && failed_steps+=("imapservers install")
 
 # --- gofmt --------------------------------------------------------------------
 step "gofmt -l"

@@ -53,11 +53,17 @@ type gateway struct {
 // trusting the stack's CA, with env overriding the defaults.
 func startGateway(t testing.TB, s *mailtest.Stack, env ...string) *gateway {
 	t.Helper()
-	key, _ := credentials.NewKey()
-	vars := append([]string{
+	return startGatewayEnv(t, append([]string{
 		"IMAP_HOST=127.0.0.1", "IMAP_PORT=" + strconv.Itoa(s.IMAPSPort), "MAIL_CA_FILE=" + s.CAFile,
-		"ENCRYPTION_KEY=" + key, "LOG_LEVEL=debug",
-	}, env...)
+	}, env...)...)
+}
+
+// startGatewayEnv runs the gateway in-process with env (IMAP_HOST and the
+// rest) over a fresh ENCRYPTION_KEY and debug logging.
+func startGatewayEnv(t testing.TB, env ...string) *gateway {
+	t.Helper()
+	key, _ := credentials.NewKey()
+	vars := append([]string{"ENCRYPTION_KEY=" + key, "LOG_LEVEL=debug"}, env...)
 	cfg, err := config.FromEnv(vars)
 	if err != nil {
 		t.Fatal(err)

@@ -324,7 +324,7 @@ func TestSearchBadInput(t *testing.T) {
 		{map[string]any{}, "the search is empty"},
 		{map[string]any{"since": "31/01/2026"}, "since must be a date: YYYY-MM-DD (e.g. 2026-01-31) or RFC 3339 (e.g. 2026-01-31T09:00:00Z) (got \"31/01/2026\")"},
 		{map[string]any{"before": "yesterday"}, "before must be a date: YYYY-MM-DD (e.g. 2026-01-31) or RFC 3339 (e.g. 2026-01-31T09:00:00Z) (got \"yesterday\")"},
-		{map[string]any{"from": "x", "folder": "No Such Folder"}, "folder \"No Such Folder\" does not exist or cannot be opened; call imap_list_folders to see the folders"},
+		{map[string]any{"from": "x", "folder": "No Such Folder"}, "folder \"No Such Folder\" does not exist; call imap_list_folders to see the folders"},
 		{map[string]any{"from": "x", "limit": 1000}, "limit must be between 1 and 100 (got 1000)"},
 	} {
 		res := mailtest.Call(t, c, "imap_search_emails", tc.args)

@@ -57,6 +57,9 @@ type options struct {
 	// inotifyInstances, when above the kernel's fs.inotify.max_user_instances,
 	// raises it for the coordination run (and sets it back after).
 	inotifyInstances int
+	// recheckWaits, when above 0, runs only the re-check cost: that many
+	// waits held in IDLE with WAIT_RECHECK=0 and with its default.
+	recheckWaits int
 
 	// guardFile holds the committed figures the smoke run is checked
 	// against (guard.go); "" skips the check.
@@ -77,6 +80,7 @@ func main() {
 	flag.BoolVar(&o.coord, "coord", false, "run only the coordination benchmark (wake-up latency of imap_wait_for_email, many waiters held open); with -smoke, its reduced version")
 	flag.IntVar(&o.coordTrials, "coord-trials", 60, "timed wake-ups in the coordination benchmark")
 	flag.IntVar(&o.coordWaiters, "coord-waiters", 200, "waits held open at once in the coordination benchmark, on 50 accounts")
+	flag.IntVar(&o.recheckWaits, "recheck-waits", 0, "run only the re-check cost: this many waits (4 per account) held in IDLE on a gateway with WAIT_RECHECK=0 and on one with the default, CPU of Dovecot and the gateway over 60 s each")
 	flag.IntVar(&o.inotifyInstances, "inotify-instances", 0, "raise the kernel's fs.inotify.max_user_instances to this for the coordination run, and set it back after (0: leave it; every Dovecot IDLE takes one, all as one uid)")
 	var gwEnv, only string
 	flag.StringVar(&only, "tools", "", "measure only these tools, comma-separated (with -c1-only: profile one tool's calls)")
@@ -191,8 +195,16 @@ func runBench(o options) error {
 
 	users := map[string]string{}
 	loadUsers := 16
-	if o.coord {
+	if o.coord || o.recheckWaits > 0 {
 		loadUsers = 1
+	}
+	if o.recheckWaits > 0 {
+		o.sizes = o.sizes[:1]
+		for i := range recheckUsers(o.recheckWaits) {
+			u, pw := coordUser(i)
+			users[u] = pw
+		}
+		users[waker] = "wakerpw"
 	}
 	if o.coord || o.smoke {
 		users[waker] = "wakerpw"
@@ -240,6 +252,14 @@ func runBench(o options) error {
 	}
 	for _, u := range b.load[1:] {
 		b.typical[u], b.sender[u] = b.typical[b.load[0]], b.sender[b.load[0]]
+	}
+	if o.recheckWaits > 0 {
+		text, err := b.recheckCost(ctx)
+		if err != nil {
+			return err
+		}
+		fmt.Println(text)
+		return nil
 	}
 	var guardErr error
 	if !o.coord {

@@ -71,28 +71,43 @@ func New(cfg Config, mb *mailbox.Client) *Service {
 		touched: &recent{ttl: touchEvery, max: 10000}}
 }
 
-// Root is the folder holding the agents' folders.
+// Root is the folder holding the agents' folders, as configured
+// (AGENTS_FOLDER); RootIn is where it is on a server.
 func (s *Service) Root() string { return s.cfg.Root }
+
+// RootIn is the root folder on a server with namespace ns: inside the
+// personal namespace ("INBOX.Agents" on Cyrus and Courier), unless the
+// configured name is inside a namespace already.
+func (s *Service) RootIn(ns mailbox.Namespace) string { return ns.Place(s.cfg.Root) }
+
+// root is RootIn for creds' server.
+func (s *Service) root(ctx context.Context, creds credentials.Credentials) (string, error) {
+	ns, err := s.mb.Namespace(ctx, creds)
+	if err != nil {
+		return "", err
+	}
+	return s.RootIn(ns), nil
+}
 
 type folderKey struct{ account, folder string }
 
-// FolderOf is the folder of agent name on a server with delimiter delim.
-// A flat server (delim 0) gets "Root-name".
-func (s *Service) FolderOf(delim rune, name string) string {
+// FolderOf is the folder of agent name on a server with namespace ns. A
+// flat server (no delimiter) gets "Root-name".
+func (s *Service) FolderOf(ns mailbox.Namespace, name string) string {
 	sep := "-"
-	if delim != 0 {
-		sep = string(delim)
+	if ns.Delim != 0 {
+		sep = string(ns.Delim)
 	}
-	return s.cfg.Root + sep + strings.ReplaceAll(name, ".", string(dotInFolder))
+	return s.RootIn(ns) + sep + strings.ReplaceAll(name, ".", string(dotInFolder))
 }
 
 // NameOf is the agent whose folder is folder, if it is one.
-func (s *Service) NameOf(delim rune, folder string) (string, bool) {
+func (s *Service) NameOf(ns mailbox.Namespace, folder string) (string, bool) {
 	sep := "-"
-	if delim != 0 {
-		sep = string(delim)
+	if ns.Delim != 0 {
+		sep = string(ns.Delim)
 	}
-	rest, ok := strings.CutPrefix(folder, s.cfg.Root+sep)
+	rest, ok := strings.CutPrefix(folder, s.RootIn(ns)+sep)
 	if !ok {
 		return "", false
 	}
@@ -110,11 +125,11 @@ func (s *Service) Folder(ctx context.Context, creds credentials.Credentials, nam
 	if err := CheckName(name); err != nil {
 		return "", false, err
 	}
-	delim, err := s.mb.Delimiter(ctx, creds)
+	ns, err := s.mb.Namespace(ctx, creds)
 	if err != nil {
 		return "", false, err
 	}
-	folder = s.FolderOf(delim, name)
+	folder = s.FolderOf(ns, name)
 	k := folderKey{credentials.Account(creds.User), folder}
 	now := time.Now()
 	if s.folders.fresh(k, now) {

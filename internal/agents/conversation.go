@@ -95,11 +95,11 @@ func stateOf(id string, msgs []mailbox.HeaderMessage) convState {
 
 // folderOf is agent name's folder, without creating it.
 func (s *Service) folderOf(ctx context.Context, creds credentials.Credentials, name string) (string, error) {
-	delim, err := s.mb.Delimiter(ctx, creds)
+	ns, err := s.mb.Namespace(ctx, creds)
 	if err != nil {
 		return "", err
 	}
-	return s.FolderOf(delim, name), nil
+	return s.FolderOf(ns, name), nil
 }
 
 // convMessages are the messages of conversation id in folder (id "": of

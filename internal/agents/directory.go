@@ -36,7 +36,7 @@ func (s *Service) Directory(ctx context.Context, creds credentials.Credentials, 
 			return nil, err
 		}
 	}
-	delim, err := s.mb.Delimiter(ctx, creds)
+	ns, err := s.mb.Namespace(ctx, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func (s *Service) Directory(ctx context.Context, creds credentials.Credentials, 
 	if caller != "" {
 		from = &mailbox.HeaderMatch{Name: HeaderFrom, Value: caller}
 	}
-	acts, err := s.mb.Activity(ctx, creds, s.pattern(delim), from)
+	acts, err := s.mb.Activity(ctx, creds, s.pattern(ns), from)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +54,7 @@ func (s *Service) Directory(ctx context.Context, creds credentials.Credentials, 
 	}
 	out := []Entry{}
 	for _, a := range acts {
-		name, ok := s.NameOf(delim, a.Folder)
+		name, ok := s.NameOf(ns, a.Folder)
 		if !ok {
 			continue
 		}

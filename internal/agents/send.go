@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 )
@@ -95,17 +96,17 @@ func (s *Service) prepare(ctx context.Context, creds credentials.Credentials, m 
 // root, in name order. The gateway's own folders (a leading '.') are not
 // agents.
 func (s *Service) Names(ctx context.Context, creds credentials.Credentials) ([]string, error) {
-	delim, err := s.mb.Delimiter(ctx, creds)
+	ns, err := s.mb.Namespace(ctx, creds)
 	if err != nil {
 		return nil, err
 	}
-	folders, err := s.mb.FolderNames(ctx, creds, s.pattern(delim))
+	folders, err := s.mb.FolderNames(ctx, creds, s.pattern(ns))
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, f := range folders {
-		if n, ok := s.NameOf(delim, f); ok && !slices.Contains(out, n) {
+		if n, ok := s.NameOf(ns, f); ok && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
@@ -115,6 +116,6 @@ func (s *Service) Names(ctx context.Context, creds credentials.Credentials) ([]s
 
 // pattern is the LIST pattern of the agents' folders: the root's direct
 // children.
-func (s *Service) pattern(delim rune) string {
-	return strings.TrimSuffix(s.FolderOf(delim, "x"), "x") + "%"
+func (s *Service) pattern(ns mailbox.Namespace) string {
+	return strings.TrimSuffix(s.FolderOf(ns, "x"), "x") + "%"
 }

@@ -154,11 +154,11 @@ func entryOf(key string) string {
 // stateFolder is the folder of the message store (and of the key
 // markers with METADATA).
 func (s *Service) stateFolder(ctx context.Context, creds credentials.Credentials) (string, error) {
-	delim, err := s.mb.Delimiter(ctx, creds)
+	ns, err := s.mb.Namespace(ctx, creds)
 	if err != nil {
 		return "", err
 	}
-	return s.FolderOf(delim, ".state"), nil
+	return s.FolderOf(ns, ".state"), nil
 }
 
 // storedValue is the METADATA value of a key: the value with its writer
@@ -175,8 +175,12 @@ func (s *Service) putState(ctx context.Context, creds credentials.Credentials, e
 		return err
 	}
 	entry := entryOf(e.Key)
+	root, err := s.root(ctx, creds)
+	if err != nil {
+		return err
+	}
 	old, err := s.onRoot(ctx, creds, func() (map[string][]byte, error) {
-		return s.mb.GetMetadata(ctx, creds, s.Root(), []string{entry})
+		return s.mb.GetMetadata(ctx, creds, root, []string{entry})
 	})
 	switch {
 	case errors.Is(err, mailbox.ErrNoMetadata):
@@ -191,7 +195,7 @@ func (s *Service) putState(ctx context.Context, creds credentials.Credentials, e
 		}
 	}
 	_, err = s.onRoot(ctx, creds, func() (map[string][]byte, error) {
-		return nil, s.mb.SetMetadata(ctx, creds, s.Root(), map[string]*[]byte{entry: &stored})
+		return nil, s.mb.SetMetadata(ctx, creds, root, map[string]*[]byte{entry: &stored})
 	})
 	return err
 }
@@ -203,7 +207,11 @@ func (s *Service) onRoot(ctx context.Context, creds credentials.Credentials, op 
 	if mailerr.KindOf(err) != mailerr.NotFound {
 		return out, err
 	}
-	if _, err := s.mb.EnsureFolder(ctx, creds, s.Root()); err != nil {
+	root, err := s.root(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.mb.EnsureFolder(ctx, creds, root); err != nil {
 		return nil, err
 	}
 	return op()
@@ -267,9 +275,13 @@ func (s *Service) replaceKeyed(ctx context.Context, creds credentials.Credential
 
 // readState reads key, or every key starting with it (prefix).
 func (s *Service) readState(ctx context.Context, creds credentials.Credentials, key string, prefix bool) ([]StateEntry, error) {
+	root, err := s.root(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
 	if !prefix {
 		entry := entryOf(key)
-		got, err := s.mb.GetMetadata(ctx, creds, s.Root(), []string{entry})
+		got, err := s.mb.GetMetadata(ctx, creds, root, []string{entry})
 		switch {
 		case errors.Is(err, mailbox.ErrNoMetadata):
 			return s.readKeyed(ctx, creds, key, false)
@@ -319,7 +331,7 @@ func (s *Service) readState(ctx context.Context, creds credentials.Credentials, 
 	for i, k := range keys {
 		entries[i] = entryOf(k)
 	}
-	got, err := s.mb.GetMetadata(ctx, creds, s.Root(), entries)
+	got, err := s.mb.GetMetadata(ctx, creds, root, entries)
 	if err != nil {
 		return nil, err
 	}

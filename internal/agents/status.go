@@ -111,19 +111,23 @@ func (s *Service) Touch(ctx context.Context, creds credentials.Credentials, agen
 // either.
 func (s *Service) Statuses(ctx context.Context, creds credentials.Credentials) (map[string]Meta, error) {
 	out := map[string]Meta{}
-	byFolder, err := s.mb.ChildMetadata(ctx, creds, s.Root(), []string{commentEntry, lastSeenEntry})
+	root, err := s.root(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
+	byFolder, err := s.mb.ChildMetadata(ctx, creds, root, []string{commentEntry, lastSeenEntry})
 	switch {
 	case errors.Is(err, mailbox.ErrNoMetadata):
 		return s.statusesFromState(ctx, creds)
 	case err != nil:
 		return nil, err
 	}
-	delim, err := s.mb.Delimiter(ctx, creds)
+	ns, err := s.mb.Namespace(ctx, creds)
 	if err != nil {
 		return nil, err
 	}
 	for folder, entries := range byFolder {
-		name, ok := s.NameOf(delim, folder)
+		name, ok := s.NameOf(ns, folder)
 		if !ok {
 			continue
 		}

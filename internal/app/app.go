@@ -85,13 +85,14 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	mb := mailbox.New(mailbox.Config{
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
 		TLS: tlsConf, Timeout: cfg.IMAPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
-		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder, Observer: mailObserver(m),
+		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder, RecordsRoot: cfg.AgentsFolder, Observer: mailObserver(m),
 	}, pool.Config{
 		MaxTotal: cfg.MaxPoolSize, MaxPerGroup: cfg.MaxPoolPerUser, IdleTimeout: cfg.PoolIdleTime,
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second, Revalidate: cfg.PoolRevalidate,
 	}, log)
 	mb.SetWaitLimits(cfg.MaxWaiters, cfg.MaxWaitersPerUser)
 	mb.SetWaitPoll(cfg.WaitPollInterval)
+	mb.SetWaitRecheck(cfg.WaitRecheck)
 
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),

@@ -95,6 +95,7 @@ type Config struct {
 	PoolRevalidate    time.Duration `env:"POOL_REVALIDATE" envDefault:"60s" desc:"a pooled IMAP connection whose login is older than this is replaced by a fresh login before it serves again, so a changed password stops the old one within this time (plus a call already running)"`
 	MaxWaiters        int           `env:"MAX_WAITERS" envDefault:"500" desc:"most imap_wait_for_email calls waiting at once, all users together (each holds an IMAP connection of its own)"`
 	MaxWaitersPerUser int           `env:"MAX_WAITERS_PER_USER" envDefault:"6" desc:"most imap_wait_for_email calls waiting at once for one account (with MAX_POOL_PER_USER=4 this stays within Dovecot's default of 10 connections per user and address)"`
+	WaitRecheck       time.Duration `env:"WAIT_RECHECK" envDefault:"10s" desc:"while a wait sits in IMAP IDLE, it also looks at the folder itself this often (DONE, NOOP, IDLE again), so that it wakes within this time on a server whose IDLE reports new mail late or never (Cyrus without idled, Courier with its defaults: 60 s); 0 turns the re-check off"`
 	WaitPollInterval  time.Duration `env:"WAIT_POLL_INTERVAL" envDefault:"0s" desc:"0 (the default): waits use IMAP IDLE, which costs nothing while waiting but wakes only as fast as the server notifies (Dovecot 2.3: 0.5 s after delivery); a duration such as 100ms polls with NOOP instead: faster wake-up (about 60 ms on Dovecot) at a steady cost on the mail server and the gateway for every waiting call"`
 
 	// Abuse limits and host checks (internal/guard, internal/httpapi; SECURITY.md).
@@ -385,6 +386,9 @@ func (c *Config) validate(vars map[string]string) []string {
 	}
 	if c.MaxWaiters > 0 && c.MaxInflightRequests > 0 && c.MaxWaiters >= c.MaxInflightRequests {
 		bad("MAX_WAITERS", "%d waits would fill MAX_INFLIGHT_REQUESTS (%d): every wait is a request in flight, and other calls need room; keep MAX_WAITERS below it", c.MaxWaiters, c.MaxInflightRequests)
+	}
+	if c.WaitRecheck < 0 || c.WaitRecheck > 0 && c.WaitRecheck < 100*time.Millisecond {
+		bad("WAIT_RECHECK", "expected 0 (no re-check) or a duration of at least 100ms, got %q", vars["WAIT_RECHECK"])
 	}
 	if c.WaitPollInterval < 0 || c.WaitPollInterval > 0 && c.WaitPollInterval < 20*time.Millisecond {
 		bad("WAIT_POLL_INTERVAL", "expected 0 (IDLE) or a duration of at least 20ms, got %q", vars["WAIT_POLL_INTERVAL"])

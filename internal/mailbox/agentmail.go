@@ -38,13 +38,12 @@ type Delivery struct {
 func (c *Client) AppendEach(ctx context.Context, creds credentials.Credentials, raw []byte, date time.Time, to []Delivery) ([]uint32, error) {
 	var uids []uint32
 	err := c.do(ctx, creds, "delivering the message", false, func(ctx context.Context, conn *Conn) error {
-		cl := conn.client()
 		for _, d := range to {
 			var flags []imap.Flag
 			if d.Seen {
 				flags = []imap.Flag{imap.FlagSeen}
 			}
-			uid, err := appendOne(cl, d.Folder, raw, flags, date)
+			uid, err := conn.append(d.Folder, raw, flags, date)
 			if err != nil {
 				return err
 			}

@@ -46,12 +46,15 @@ type AttachmentContent struct {
 // metadata as Read lists it, and its decoded bytes unless they take more
 // than limit bytes. Only a part Read lists as an attachment can be read.
 func (c *Client) Attachment(ctx context.Context, creds credentials.Credentials, folder string, uid uint32, partID string, limit int64) (*AttachmentContent, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkPart(uid, partID); err != nil {
 		return nil, err
 	}
 	var out *AttachmentContent
-	err := c.doIn(ctx, creds, folder, "reading the attachment", func(ctx context.Context, conn *Conn) error {
+	err = c.doIn(ctx, creds, folder, "reading the attachment", func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
@@ -96,12 +99,15 @@ func (c *Client) Attachment(ctx context.Context, creds credentials.Credentials, 
 // incomplete: the caller must not present it as whole. The returned Size
 // is the number of bytes written.
 func (c *Client) StreamAttachment(ctx context.Context, creds credentials.Credentials, folder string, uid, uidValidity uint32, partID string, open func(Attachment) io.Writer) (*Attachment, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkPart(uid, partID); err != nil {
 		return nil, err
 	}
 	var part attachmentPart
-	err := c.do(ctx, creds, "finding the attachment", true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "finding the attachment", true, func(ctx context.Context, conn *Conn) error {
 		if err := conn.examineAt(folder, uid, uidValidity); err != nil {
 			return err
 		}

@@ -22,9 +22,10 @@ type Client struct {
 	cfg  Config
 	pool *pool.Pool[*Conn]
 	log  *slog.Logger
-	// delim is the server's hierarchy delimiter once delimKnown (Delimiter).
-	delim      atomic.Int32
-	delimKnown atomic.Bool
+	// srv is what is known about the mail server (server.go), once learned.
+	srv atomic.Pointer[Server]
+	// recordsPruned is when old claim records were last removed (UnixNano).
+	recordsPruned atomic.Int64
 }
 
 // New makes a Client. Close it to log out of every pooled connection.
@@ -112,6 +113,7 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, folder,
 			lease.Discard()
 			continue
 		}
+		conn.srv = c.srv.Load()
 		err = bridge(ctx, conn, step, func() error { return op(ctx, conn) })
 		if err == nil || keepsConnection(err) {
 			lease.Release()

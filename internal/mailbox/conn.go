@@ -39,6 +39,10 @@ type Config struct {
 	// TrashFolder and DraftsFolder name those folders (TRASH_FOLDER,
 	// DRAFTS_FOLDER); "" finds them by special use, then by usual names.
 	TrashFolder, DraftsFolder string
+	// RecordsRoot is the folder under which the claim records of
+	// Consume's idempotency key live (AGENTS_FOLDER; default
+	// Agents), in the personal namespace.
+	RecordsRoot string
 	// Observer, when set, is told how dials and logins end (metrics).
 	Observer transport.Observer
 }
@@ -67,7 +71,8 @@ type Conn struct {
 	selected    string // mailbox name as sent to the server, "" if none
 	selectedRW  bool   // selected read-write (SELECT) rather than EXAMINE
 	uidValidity uint32
-	role        string // special-use role of the selected mailbox (folders.go), "" if none
+	role        string  // special-use role of the selected mailbox (folders.go), "" if none
+	srv         *Server // what is known about the server (server.go), nil until learned
 	closeOnce   sync.Once
 }
 

@@ -1,20 +1,32 @@
 package mailbox
 
 // Consuming unread mail: return it and mark exactly that \Seen, so that
-// consumers on any number of gateways never get the same message twice.
+// consumers on any number of gateways never get the same message twice,
+// and never leave \Seen a message that no caller received.
 //
 // With CONDSTORE (RFC 7162) the claim is a conditional STORE: UID SEARCH
 // UNSEEN with a MODSEQ criterion answers the candidates and the highest
 // mod-sequence among them, M; UID STORE (UNCHANGEDSINCE M) +FLAGS.SILENT
-// (\Seen) is meant to change only the candidates nobody changed since,
-// naming the others in the tagged OK [MODIFIED set]. Two things stand in
-// the way of reading the outcome off the answer as go-imap (v2.0.0-beta.8)
-// hands it over: it drops the MODIFIED code, and it gives the STORE every
-// untagged FETCH for its UIDs, including those about another session's
-// change. And Dovecot 2.3's check is not atomic across sessions (see
-// storeAnswer.won). So the claim runs on a connection of its own whose
-// wire is tapped for the STORE's whole answer, and what it claimed is
-// decided from that (storeAnswer.won).
+// (\Seen) changes only the candidates nobody changed since, names the
+// others in the tagged OK [MODIFIED set], and reports each message it
+// changed in an untagged FETCH with its MODSEQ (even with .SILENT).
+// go-imap (v2.0.0-beta.8) drops the MODIFIED code and gives the STORE
+// every untagged FETCH for its UIDs, so the claim runs on a connection of
+// its own whose wire is tapped for the STORE's whole answer, and what it
+// claimed is decided from that (storeAnswer.won): what [MODIFIED] names is
+// not ours; what it does not name and the server reports changed is. What
+// FLAGS in that answer mean differs by server (Server.storeFlags): Cyrus
+// reports FLAGS for its own .SILENT store (its UNCHANGEDSINCE is atomic:
+// [MODIFIED] decides alone), Dovecot only for another session's change
+// (and its check is not atomic across sessions: see won). Where the answer
+// cannot tell whether this STORE set \Seen, the message is returned and
+// named in AtLeastOnce: never dropped.
+//
+// A claim with an idempotency key is recorded on the messages too (a
+// keyword of the key's slot) and in a record message listing its
+// candidates, written before the STORE: a retry with the same key, from
+// any gateway, after the answer was lost (the gateway killed, the
+// connection dropped), returns the same batch (claimrecord.go).
 
 import (
 	"bytes"
@@ -57,6 +69,9 @@ type ConsumeOptions struct {
 	// MaxMaxChars. A longer text is cut (Truncated, NextOffset), as Read
 	// does; the rest can be read with Read.
 	MaxChars int
+	// IdempotencyKey, when set, makes a retry with the same key return the
+	// batch the first call claimed, even if its answer was lost.
+	IdempotencyKey string
 }
 
 // Consumed is what one consume took.
@@ -72,8 +87,14 @@ type Consumed struct {
 	// alone, so no other consumer got or will get it; false on a server
 	// without it, where two consumers at the same moment can both get a
 	// message (at least once).
-	ExactlyOnce bool     `json:"exactly_once" desc:"true: no other consumer got or will get these messages (the mail server supports conditional stores); false: a consumer running at the same moment may have got some of them too"`
-	Warnings    []string `json:"warnings,omitempty"`
+	ExactlyOnce bool `json:"exactly_once" desc:"true: no other consumer got or will get these messages (the mail server supports conditional stores); false: a consumer running at the same moment may have got some of them too"`
+	// AtLeastOnce names the messages returned although the server's
+	// answer could not tell whether another consumer took them too.
+	AtLeastOnce []uint32 `json:"at_least_once,omitempty" desc:"UIDs of messages returned at least once rather than exactly once: the mail server's answer could not tell whether another consumer took them at the same moment, so they are returned rather than risk leaving them read and unreturned"`
+	// Repeated says the batch was claimed by an earlier call with the
+	// same idempotency key: it is returned again, nothing new was taken.
+	Repeated bool     `json:"repeated,omitempty" desc:"true: an earlier call with this idempotency_key took these messages; they are returned again and nothing new was taken"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Consume takes the unread messages of a folder that match o, oldest first,
@@ -86,7 +107,10 @@ type Consumed struct {
 // them; only if that fails too do they stay read without having been
 // returned.
 func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o ConsumeOptions) (*Consumed, error) {
-	folder := normFolder(o.Folder)
+	folder, err := c.folderArg(ctx, creds, o.Folder)
+	if err != nil {
+		return nil, err
+	}
 	limit, maxChars := o.Limit, o.MaxChars
 	switch {
 	case limit == 0:
@@ -103,6 +127,14 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 	if err := checkTerm("from", o.From); err != nil {
 		return nil, err
 	}
+	var claim *claimKey
+	if o.IdempotencyKey != "" {
+		k, err := newClaimKey(o.IdempotencyKey)
+		if err != nil {
+			return nil, err
+		}
+		claim = k
+	}
 	var crit imap.SearchCriteria
 	if o.From != "" {
 		crit.Header = append(crit.Header, imap.SearchCriteriaHeaderField{Key: "From", Value: o.From})
@@ -114,9 +146,21 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 		crit.Header = append(crit.Header, tagCriterion(o.Tag))
 	}
 
+	srv, err := c.Server(ctx, creds)
+	if err != nil {
+		return nil, err
+	}
+	if claim != nil {
+		if claim.folder, err = c.recordsFolder(srv); err != nil {
+			return nil, err
+		}
+		if out, err := c.replay(ctx, creds, srv, folder, claim, maxChars); out != nil || err != nil {
+			return out, err
+		}
+	}
 	var found, condStore bool
 	var uv uint32
-	err := c.do(ctx, creds, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}
@@ -137,12 +181,22 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 	if !condStore {
 		take = claimLoosely
 	}
-	return take(ctx, c, creds, folder, crit, o.Tag, limit, maxChars)
+	return take(ctx, c, creds, claimSpec{folder: folder, crit: crit, tag: o.Tag, limit: limit, maxChars: maxChars, key: claim, srv: srv})
+}
+
+// claimSpec is what one consume claims.
+type claimSpec struct {
+	folder          string
+	crit            imap.SearchCriteria
+	tag             string
+	limit, maxChars int
+	key             *claimKey // nil: no idempotency key
+	srv             *Server
 }
 
 // claimExactly claims with a conditional STORE on a tapped connection of
 // its own, then reads what it claimed there.
-func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials, folder string, crit imap.SearchCriteria, tag string, limit, maxChars int) (*Consumed, error) {
+func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
 	tap := &modifiedTap{}
 	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	conn, err := dialOwn(dctx, c.cfg, creds, func(o *imapclient.Options) { o.DebugWriter = tap })
@@ -154,33 +208,64 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	cl := conn.client()
+	folder := sp.folder
 
 	out := &Consumed{Folder: folder, Messages: []Message{}, ExactlyOnce: true}
 	var claimed []imap.UID
+	loose := map[imap.UID]bool{}
+	// On a server whose conditional STORE is atomic and reports its own
+	// change plainly (Cyrus), the key's keyword goes in the claim itself;
+	// elsewhere it would make a losing STORE a change of its own, so it
+	// follows in a STORE of what was won.
+	keyInClaim := sp.key != nil && sp.srv.storeFlags() == flagsEchoed
 	err = c.within(ctx, conn, "marking the messages read", func() error {
 		sd, err := cl.Select(folder, &imap.SelectOptions{CondStore: true}).Wait()
 		if err != nil {
-			return imapError(err, folder)
+			return conn.folderError(err, folder, "open")
 		}
 		out.UIDValidity = sd.UIDValidity
 		if sd.HighestModSeq == 0 {
 			// NOMODSEQ: this folder keeps no mod-sequences.
 			out.ExactlyOnce = false
-			claimed, out.More, err = storeSeen(cl, crit, tag, limit)
-			return err
+			uids, more, _, err := pickUnread(cl, sp.crit, sp.tag, sp.limit, false)
+			if err != nil || len(uids) == 0 {
+				return err
+			}
+			out.More = more
+			if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+				return err
+			}
+			if err := storePlain(cl, uids, sp.key); err != nil {
+				return err
+			}
+			claimed = uids
+			return nil
 		}
 		// A consumer that lost the race for every candidate tries again
 		// (a few times) rather than answering "nothing" while unread
 		// messages are there.
-		for attempt := 0; attempt < claimAttempts && len(claimed) < limit; attempt++ {
-			uids, more, modSeq, err := pickUnread(cl, crit, tag, limit-len(claimed), true)
+		for attempt := 0; attempt < claimAttempts && len(claimed) < sp.limit; attempt++ {
+			uids, more, modSeq, err := pickUnread(cl, sp.crit, sp.tag, sp.limit-len(claimed), true)
 			if err != nil || len(uids) == 0 {
 				out.More = false
 				return err
 			}
 			out.More = more
+			// The flags before the STORE: what another session's change
+			// looks like in its answer (won).
+			prior, err := fetchFlags(cl, uids)
+			if err != nil {
+				return err
+			}
+			if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+				return err
+			}
+			flags := []imap.Flag{imap.FlagSeen}
+			if keyInClaim {
+				flags = append(flags, sp.key.keyword)
+			}
 			tap.arm()
-			serr := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}},
+			serr := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: flags},
 				&imap.StoreOptions{UnchangedSince: modSeq}).Close()
 			ans := tap.disarm()
 			if serr != nil {
@@ -189,9 +274,19 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 			if !ans.answered {
 				return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
 			}
-			won, exact := ans.won(uids)
+			c.learnStoreFlags(ans)
+			won, unsure, exact := ans.won(uids, prior, sp.srv.storeFlags())
 			out.ExactlyOnce = out.ExactlyOnce && exact
+			for _, u := range unsure {
+				loose[u] = true
+			}
 			claimed = append(claimed, won...)
+			if sp.key != nil && !keyInClaim && len(won) > 0 {
+				// Recorded on the messages at once: a retry finds them by it.
+				if err := cl.Store(imap.UIDSetNum(won...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{sp.key.keyword}}, nil).Close(); err != nil {
+					return imapError(err, folder)
+				}
+			}
 			if len(won) == len(uids) {
 				break
 			}
@@ -203,13 +298,28 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 	})
 	if err != nil {
 		// What earlier rounds claimed goes back; what the failed STORE
-		// did, if anything, cannot be known.
+		// did, if anything, cannot be known (a retry with the same
+		// idempotency key finds it by its record).
 		c.unclaim(ctx, creds, folder, out.UIDValidity, claimed)
 		return nil, err
 	}
-	if err := readClaimed(ctx, c, conn, folder, claimed, maxChars, out); err != nil {
+	if sp.key != nil && !keyInClaim {
+		// Decided: a retry returns exactly this.
+		if err := c.writeRecord(ctx, creds, sp, out.UIDValidity, claimed, true); err != nil {
+			c.log.WarnContext(ctx, "the claim's final record was not written; a retry with its key may return more", "err", err)
+		}
+	}
+	if err := readClaimed(ctx, c, conn, folder, claimed, sp.maxChars, out); err != nil {
 		c.unclaim(ctx, creds, folder, out.UIDValidity, notReturned(claimed, out.Messages))
 		return nil, err
+	}
+	for _, m := range out.Messages {
+		if loose[imap.UID(m.UID)] {
+			out.AtLeastOnce = append(out.AtLeastOnce, m.UID)
+		}
+	}
+	if len(out.AtLeastOnce) > 0 {
+		out.ExactlyOnce = false
 	}
 	lctx, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
@@ -217,10 +327,36 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 	return out, nil
 }
 
+// fetchFlags fetches the flags of uids in the selected folder, lower-cased,
+// without \Recent.
+func fetchFlags(cl *imapclient.Client, uids []imap.UID) (map[uint32][]string, error) {
+	bufs, err := cl.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, Flags: true}).Collect()
+	if err != nil {
+		return nil, imapError(err, "")
+	}
+	out := map[uint32][]string{}
+	for _, b := range bufs {
+		out[uint32(b.UID)] = normFlags(b.Flags)
+	}
+	return out, nil
+}
+
+func normFlags[F ~string](fs []F) []string {
+	out := []string{}
+	for _, f := range fs {
+		if l := strings.ToLower(string(f)); l != `\recent` {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
 // claimLoosely is the claim for a server without CONDSTORE: a plain STORE
 // on a pooled connection. Two consumers at the same moment can both get a
 // message.
-func claimLoosely(ctx context.Context, c *Client, creds credentials.Credentials, folder string, crit imap.SearchCriteria, tag string, limit, maxChars int) (*Consumed, error) {
+func claimLoosely(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
+	folder := sp.folder
 	out := &Consumed{Folder: folder, Messages: []Message{}}
 	var claimed []imap.UID
 	err := c.do(ctx, creds, "marking the messages read", false, func(ctx context.Context, conn *Conn) error {
@@ -228,11 +364,19 @@ func claimLoosely(ctx context.Context, c *Client, creds credentials.Credentials,
 			return err
 		}
 		out.UIDValidity = conn.uidValidity
-		var err error
-		if claimed, out.More, err = storeSeen(conn.client(), crit, tag, limit); err != nil {
+		uids, more, _, err := pickUnread(conn.client(), sp.crit, sp.tag, sp.limit, false)
+		if err != nil || len(uids) == 0 {
 			return err
 		}
-		return readClaimed(ctx, c, conn, folder, claimed, maxChars, out)
+		out.More = more
+		if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+			return err
+		}
+		if err := storePlain(conn.client(), uids, sp.key); err != nil {
+			return err
+		}
+		claimed = uids
+		return readClaimed(ctx, c, conn, folder, claimed, sp.maxChars, out)
 	})
 	if err != nil {
 		c.unclaim(ctx, creds, folder, out.UIDValidity, notReturned(claimed, out.Messages))
@@ -252,17 +396,17 @@ func notReturned(claimed []imap.UID, msgs []Message) []imap.UID {
 	return out
 }
 
-// storeSeen marks the chosen unread messages \Seen unconditionally.
-func storeSeen(cl *imapclient.Client, crit imap.SearchCriteria, tag string, limit int) ([]imap.UID, bool, error) {
-	uids, more, _, err := pickUnread(cl, crit, tag, limit, false)
-	if err != nil || len(uids) == 0 {
-		return nil, more, err
+// storePlain marks uids \Seen (and with the key's keyword)
+// unconditionally.
+func storePlain(cl *imapclient.Client, uids []imap.UID, key *claimKey) error {
+	flags := []imap.Flag{imap.FlagSeen}
+	if key != nil {
+		flags = append(flags, key.keyword)
 	}
-	err = cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close()
-	if err != nil {
-		return nil, false, imapError(err, "")
+	if err := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: flags}, nil).Close(); err != nil {
+		return imapError(err, "")
 	}
-	return uids, more, nil
+	return nil
 }
 
 // pickUnread finds the oldest unread messages matching crit and tag, at most
@@ -364,29 +508,62 @@ type storeAnswer struct {
 }
 
 // fetchedChange is an untagged FETCH about one message in the answer: its
-// MODSEQ, and whether it carried FLAGS.
+// MODSEQ, and the FLAGS it carried, if any.
 type fetchedChange struct {
 	modSeq uint64
 	flags  bool
+	list   []string // the flags, lower-cased, without \Recent (when flags)
 }
 
-// won says which of uids this STORE claimed, and whether that is known
-// exactly.
+// flagsInStore says what FLAGS in the answer to the gateway's own .SILENT
+// conditional STORE mean on a server (Server.storeFlags).
+type flagsInStore int
+
+const (
+	// flagsUnknown: either; a message reported with FLAGS may have been
+	// another session's change, so it is returned at least once.
+	flagsUnknown flagsInStore = iota
+	// flagsFromOthers (Dovecot): the server reports its own change with
+	// MODSEQ alone; FLAGS mean another session changed the message.
+	flagsFromOthers
+	// flagsEchoed (Cyrus): the server reports its own change with FLAGS
+	// as well, one MODSEQ per message; its UNCHANGEDSINCE is atomic, so
+	// [MODIFIED] decides alone.
+	flagsEchoed
+)
+
+// won says which of uids this STORE claimed: won (every message whose
+// \Seen this STORE may have set, never fewer), unsure (those of won that
+// another consumer may have taken at the same moment: returned at least
+// once), and whether the answer let that be told exactly.
 //
-// Not in MODIFIED is not enough: Dovecot 2.3 checks UNCHANGEDSINCE against
-// the session's view from the start of the STORE, so when two sessions
-// store at the same moment, both can pass the check on the same message
-// (seen here: 8 consumers, one message in ten runs returned twice). The
-// FETCH answers tell them apart. With .SILENT a change of one's own is
-// reported with its MODSEQ only (RFC 7162), and FLAGS mean that another
-// session changed the message since this one last looked. The session
-// that set \Seen first sees its message clean; the other one sees that
-// change, with FLAGS. A message reported with FLAGS is still this
-// STORE's when its MODSEQ is this STORE's own (another session changed
-// some other flag first): the MODSEQ of the clean ones. A server that
-// reports nothing at all (against RFC 7162) leaves only MODIFIED to go by:
-// then the claim is not known to be exact.
-func (a storeAnswer) won(uids []imap.UID) (won []imap.UID, exact bool) {
+// What the protocol guarantees (RFC 7162 3.1.3): a message named in
+// [MODIFIED] failed the UNCHANGEDSINCE test and was not changed; every
+// message the STORE changed is reported in an untagged FETCH with its
+// MODSEQ, .SILENT or not. So a message neither named nor reported was not
+// changed by it. A reported one was, unless the report is about another
+// session's change alone, which only FLAGS can betray, and what FLAGS mean
+// depends on the server (mode):
+//
+//   - flagsEchoed (Cyrus): FLAGS come with the server's own change: won.
+//   - flagsFromOthers (Dovecot 2.3): its check is not atomic across
+//     sessions (two STOREs at the same moment can both pass on one
+//     message; seen here: 8 consumers, one message in ten runs returned
+//     twice), but its report tells them apart: its own change comes with
+//     MODSEQ alone, and FLAGS mean another session changed the message.
+//     The STORE that set \Seen first sees its message clean; the other one
+//     sees that change, with FLAGS, and its own STORE changed nothing. A
+//     message reported with FLAGS is still this STORE's when its MODSEQ is
+//     this STORE's own (the MODSEQ of its clean ones: another session
+//     changed some other flag first). It is another's when the flags
+//     reported are exactly the flags before the STORE plus \Seen: another
+//     session set \Seen before this STORE, which then changed nothing.
+//     Anything else cannot be told: returned, at least once.
+//   - flagsUnknown: a message reported with FLAGS is returned, at least once.
+//
+// A server that reports nothing at all (against RFC 7162) leaves only
+// MODIFIED to go by: then the claim is not known to be exact.
+func (a storeAnswer) won(uids []imap.UID, prior map[uint32][]string, mode flagsInStore) (won, unsure []imap.UID, exact bool) {
 	own := map[uint64]bool{}
 	for _, f := range a.fetched {
 		if !f.flags {
@@ -403,11 +580,28 @@ func (a storeAnswer) won(uids []imap.UID) (won []imap.UID, exact bool) {
 		switch {
 		case silent:
 			won = append(won, u)
-		case ok && (!f.flags || own[f.modSeq]):
+		case !ok:
+			// not reported: this STORE did not change it
+		case !f.flags || mode == flagsEchoed:
 			won = append(won, u)
+		case mode == flagsFromOthers && own[f.modSeq]:
+			won = append(won, u)
+		case mode == flagsFromOthers && slices.Equal(f.list, seenAdded(prior[uint32(u)])):
+			// another session set \Seen first; this STORE changed nothing
+		default:
+			won = append(won, u)
+			unsure = append(unsure, u)
 		}
 	}
-	return won, !silent
+	return won, unsure, !silent && len(unsure) == 0
+}
+
+// seenAdded is flags (normFlags) with \seen added.
+func seenAdded(flags []string) []string {
+	if flags == nil {
+		return nil
+	}
+	return normFlags(append(slices.Clone(flags), `\seen`))
 }
 
 var (
@@ -417,7 +611,7 @@ var (
 	fetchLine    = regexp.MustCompile(`^\* \d+ (?i:FETCH) \((.*)\)$`)
 	fetchUID     = regexp.MustCompile(`(?i:\bUID) (\d+)`)
 	fetchModSeq  = regexp.MustCompile(`(?i:\bMODSEQ) \((\d+)\)`)
-	fetchFlags   = regexp.MustCompile(`(?i:\bFLAGS) \(`)
+	fetchFlagsRe = regexp.MustCompile(`(?i:\bFLAGS) \(([^)]*)\)`)
 )
 
 // maxTapLine bounds a line kept while armed; the lines it looks for are
@@ -492,7 +686,10 @@ func (t *modifiedTap) inspect(line string) {
 		if ms != nil {
 			f.modSeq, _ = strconv.ParseUint(ms[1], 10, 64)
 		}
-		f.flags = f.flags || fetchFlags.MatchString(m[1])
+		if fl := fetchFlagsRe.FindStringSubmatch(m[1]); fl != nil {
+			f.flags = true
+			f.list = normFlags(strings.Fields(fl[1]))
+		}
 		t.ans.fetched[uint32(uid)] = f
 		return
 	}

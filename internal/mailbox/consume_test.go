@@ -30,46 +30,78 @@ func tapOf(t *testing.T, chunk int, lines ...string) storeAnswer {
 var claimUIDs = []imap.UID{11, 12, 13}
 
 // The answers Dovecot 2.3 gave to concurrent conditional stores (recorded
-// in tests/coord_mailbox_test.go runs), and what each STORE claimed.
+// in tests/coord_mailbox_test.go runs), Cyrus 3.6's (which reports FLAGS
+// for its own .SILENT store), and what each STORE claimed. The candidates
+// were unseen without other flags before the STORE.
 func TestStoreAnswerWon(t *testing.T) {
+	prior := map[uint32][]string{11: {}, 12: {}, 13: {}}
 	for _, tc := range []struct {
-		name  string
-		lines []string
-		won   []imap.UID
-		exact bool
+		name   string
+		mode   flagsInStore
+		lines  []string
+		won    []imap.UID
+		unsure []imap.UID
+		exact  bool
 	}{
-		{"all changed by this store", []string{
+		{"Dovecot: all changed by this store", flagsFromOthers, []string{
 			"* 11 FETCH (UID 11 MODSEQ (203))", "* 12 FETCH (UID 12 MODSEQ (203))", "* 13 FETCH (UID 13 MODSEQ (203))",
 			"T4 OK Store completed (0.001 + 0.000 secs).",
-		}, claimUIDs, true},
-		{"another session set \\Seen first; Dovecot still answers OK without MODIFIED", []string{
+		}, claimUIDs, nil, true},
+		{"Dovecot: another session set \\Seen first; still OK without MODIFIED, and this STORE changed nothing", flagsFromOthers, []string{
 			"* 11 FETCH (UID 11 MODSEQ (203) FLAGS (\\Seen))", "* 12 FETCH (UID 12 MODSEQ (203) FLAGS (\\Seen))", "* 13 FETCH (UID 13 MODSEQ (203) FLAGS (\\Seen))",
 			"T4 OK Store completed (0.002 + 0.000 + 0.002 secs).",
-		}, nil, true},
-		{"some modified, reported with FLAGS", []string{
+		}, nil, nil, true},
+		{"Dovecot: some modified, reported with FLAGS", flagsFromOthers, []string{
 			"* 11 FETCH (UID 11 MODSEQ (7) FLAGS (\\Seen \\Recent))", "* 12 FETCH (UID 12 MODSEQ (9))", "* 13 FETCH (UID 13 MODSEQ (9))",
 			"T4 OK [MODIFIED 11] Conditional store failed (0.001 + 0.000 secs).",
-		}, []imap.UID{12, 13}, true},
-		{"own change after another flag's change: FLAGS with this store's MODSEQ", []string{
+		}, []imap.UID{12, 13}, nil, true},
+		{"Dovecot: own change after another flag's change: FLAGS with this store's MODSEQ", flagsFromOthers, []string{
 			"* 11 FETCH (UID 11 MODSEQ (9) FLAGS (\\Seen \\Flagged))", "* 12 FETCH (UID 12 MODSEQ (9))", "* 13 FETCH (UID 13 MODSEQ (8) FLAGS (\\Seen))",
 			"T4 OK Store completed.",
-		}, []imap.UID{11, 12}, true},
-		{"all modified", []string{
+		}, []imap.UID{11, 12}, nil, true},
+		{"Dovecot: another flag changed and no own MODSEQ to compare: returned at least once, never dropped", flagsFromOthers, []string{
+			"* 11 FETCH (UID 11 MODSEQ (12) FLAGS (\\Seen \\Flagged))", "* 12 FETCH (UID 12 MODSEQ (12) FLAGS (\\Seen))",
+			"T4 OK [MODIFIED 13] Conditional store failed.",
+		}, []imap.UID{11}, []imap.UID{11}, false},
+		{"all modified", flagsFromOthers, []string{
 			"T4 OK [MODIFIED 11:13] Conditional store failed (0.002 + 0.000 + 0.001 secs).",
-		}, nil, true},
-		{"a server that reports nothing: MODIFIED only, not exact", []string{
+		}, nil, nil, true},
+		{"a server that reports nothing: MODIFIED only, not exact", flagsFromOthers, []string{
 			"T4 OK [MODIFIED 12] Conditional store failed.",
-		}, []imap.UID{11, 13}, false},
+		}, []imap.UID{11, 13}, nil, false},
+		{"Cyrus: its own change with FLAGS, one MODSEQ per message", flagsEchoed, []string{
+			"* 1 FETCH (FLAGS (\\Recent \\Seen) UID 11 MODSEQ (5))", "* 2 FETCH (FLAGS (\\Recent \\Seen) UID 12 MODSEQ (6))", "* 3 FETCH (FLAGS (\\Recent \\Seen) UID 13 MODSEQ (7))",
+			"T4 OK Completed",
+		}, claimUIDs, nil, true},
+		{"Cyrus: some modified", flagsEchoed, []string{
+			"* 1 FETCH (FLAGS (\\Seen) UID 11 MODSEQ (8))",
+			"T4 OK [MODIFIED 12:13] Completed",
+		}, []imap.UID{11}, nil, true},
+		{"unknown server: FLAGS cannot be told apart: returned at least once", flagsUnknown, []string{
+			"* 1 FETCH (FLAGS (\\Seen) UID 11 MODSEQ (5))", "* 2 FETCH (UID 12 MODSEQ (6))",
+			"T4 OK [MODIFIED 13] Completed",
+		}, []imap.UID{11, 12}, []imap.UID{11}, false},
 	} {
 		for _, chunk := range []int{1, 7, 4096} {
 			ans := tapOf(t, chunk, tc.lines...)
 			if !ans.answered {
 				t.Fatalf("%s (chunk %d): no tagged answer seen", tc.name, chunk)
 			}
-			won, exact := ans.won(claimUIDs)
-			if !slices.Equal(won, tc.won) || exact != tc.exact {
-				t.Errorf("%s (chunk %d): won %v exact %v, want %v %v", tc.name, chunk, won, exact, tc.won, tc.exact)
+			won, unsure, exact := ans.won(claimUIDs, prior, tc.mode)
+			if !slices.Equal(won, tc.won) || !slices.Equal(unsure, tc.unsure) || exact != tc.exact {
+				t.Errorf("%s (chunk %d): won %v unsure %v exact %v, want %v %v %v", tc.name, chunk, won, unsure, exact, tc.won, tc.unsure, tc.exact)
 			}
+		}
+	}
+}
+
+// Which servers' names say what FLAGS in a STORE's answer mean.
+func TestStoreFlagsOf(t *testing.T) {
+	for name, want := range map[string]flagsInStore{
+		"Dovecot": flagsFromOthers, "Cyrus IMAPD": flagsEchoed, "Courier-IMAP": flagsUnknown, "": flagsUnknown, "Gimap": flagsUnknown,
+	} {
+		if got := storeFlagsOf(name); got != want {
+			t.Errorf("%q: %v, want %v", name, got, want)
 		}
 	}
 }

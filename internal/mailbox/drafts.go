@@ -70,7 +70,7 @@ func (c *Client) SaveDraft(ctx context.Context, creds credentials.Credentials, o
 		for _, k := range o.Keywords {
 			flags = append(flags[:len(flags):len(flags)], imap.Flag(k))
 		}
-		uid, err := appendOne(cl, folder, o.Raw, flags, o.Date)
+		uid, err := conn.append(folder, o.Raw, flags, o.Date)
 		if err != nil {
 			return err
 		}
@@ -182,14 +182,14 @@ func (c *Client) DeleteDraft(ctx context.Context, creds credentials.Credentials,
 // marks \Drafts, else one with a usual name.
 func (c *Client) draftsFolder(cl *imapclient.Client) (string, error) {
 	if c.cfg.DraftsFolder != "" {
-		return c.cfg.DraftsFolder, nil
+		return c.placeKnown(c.cfg.DraftsFolder), nil
 	}
 	name, err := findSpecial(cl, imap.MailboxAttrDrafts, draftsNames)
 	if err != nil {
 		return "", err
 	}
 	if name == "" {
-		return "", mailerr.New(mailerr.NotFound, "the mailbox has no Drafts folder (none marked \\Drafts and none with a usual name); the operator can name one with DRAFTS_FOLDER")
+		return c.createSpecial(cl, imap.MailboxAttrDrafts, "Drafts")
 	}
 	return name, nil
 }
@@ -242,9 +242,19 @@ func (conn *Conn) selectRWFresh(folder string) error {
 	return nil
 }
 
-// appendOne appends raw to folder with flags and date as its internal
-// date, and returns its UID (0 when the server does not say: no UIDPLUS).
-func appendOne(cl *imapclient.Client, folder string, raw []byte, flags []imap.Flag, date time.Time) (imap.UID, error) {
+// append appends raw to folder with flags and date as its internal date,
+// and returns its UID (0 when the server does not say: no UIDPLUS). The
+// folder is never the one the connection has selected read-only: Courier
+// refuses such an APPEND (NO Current box is selected READ-ONLY), so the
+// connection leaves it first (every server: it costs one command, and
+// only when the folder was EXAMINEd just before).
+func (conn *Conn) append(folder string, raw []byte, flags []imap.Flag, date time.Time) (imap.UID, error) {
+	cl := conn.client()
+	if conn.selected == folder && !conn.selectedRW && cl.State() == imap.ConnStateSelected {
+		if err := conn.unselect(); err != nil {
+			return 0, err
+		}
+	}
 	cmd := cl.Append(folder, int64(len(raw)), &imap.AppendOptions{Flags: flags, Time: date})
 	_, werr := cmd.Write(raw)
 	if cerr := cmd.Close(); werr == nil {
@@ -255,12 +265,36 @@ func appendOne(cl *imapclient.Client, folder string, raw []byte, flags []imap.Fl
 		err = werr
 	}
 	if err != nil {
-		if mailerr.KindOf(imapError(err, folder)) == mailerr.NotFound {
-			return 0, mailerr.Wrap(mailerr.NotFound, err, "the folder "+quote(folder)+" does not exist").About(mailerr.SubjectFolder)
-		}
-		return 0, imapError(err, folder)
+		return 0, conn.folderError(err, folder, "add a message to")
 	}
 	return data.UID, nil
+}
+
+// unselect leaves the selected folder: UNSELECT where the server has it,
+// else CLOSE after re-opening it read-only (CLOSE of a folder opened with
+// EXAMINE removes nothing; of one opened with SELECT it would expunge).
+func (conn *Conn) unselect() error {
+	cl := conn.client()
+	folder := conn.selected
+	conn.selected = ""
+	if cl.State() != imap.ConnStateSelected {
+		return nil
+	}
+	if cl.Caps().Has(imap.CapUnselect) {
+		if err := cl.Unselect().Wait(); err != nil {
+			return imapError(err, "")
+		}
+		return nil
+	}
+	if conn.selectedRW {
+		if _, err := cl.Select(folder, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
+			return imapError(err, folder)
+		}
+	}
+	if err := cl.UnselectAndExpunge().Wait(); err != nil { // CLOSE
+		return imapError(err, "")
+	}
+	return nil
 }
 
 // expungeOne removes exactly uid from the selected folder: UID STORE

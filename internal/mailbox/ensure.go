@@ -14,21 +14,8 @@ import (
 // namespace). It is asked once and remembered: a gateway talks to one mail
 // server, whose personal namespace has one delimiter for every user.
 func (c *Client) Delimiter(ctx context.Context, creds credentials.Credentials) (rune, error) {
-	if c.delimKnown.Load() {
-		return rune(c.delim.Load()), nil
-	}
-	var d rune
-	err := c.do(ctx, creds, "asking the folder delimiter", true, func(ctx context.Context, conn *Conn) error {
-		var err error
-		d, err = delimiter(conn.client())
-		return err
-	})
-	if err != nil {
-		return 0, err
-	}
-	c.delim.Store(int32(d))
-	c.delimKnown.Store(true)
-	return d, nil
+	ns, err := c.Namespace(ctx, creds)
+	return ns.Delim, err
 }
 
 // EnsureFolder creates folder (and subscribes to it, so that mail apps

@@ -19,7 +19,6 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 )
 
 // MaxFolderNameLen bounds a new folder name, in characters.
@@ -27,7 +26,8 @@ const MaxFolderNameLen = 200
 
 // FolderChange is what a folder operation did.
 type FolderChange struct {
-	Folder    string `json:"folder" desc:"the folder's name (after a rename, its new name)"`
+	Folder    string `json:"folder" desc:"the folder's name (after a rename, its new name), as the server has it: inside the server's personal namespace (INBOX. on Cyrus and Courier)"`
+	Display   string `json:"display_name,omitempty" desc:"the name without the server's personal prefix, where it has one"`
 	From      string `json:"from,omitempty" desc:"rename: the folder's old name"`
 	Delimiter string `json:"delimiter,omitempty" desc:"the server's hierarchy delimiter: a name with it is a folder inside another"`
 	// Messages is how many messages were deleted with the folder.
@@ -47,13 +47,18 @@ func (c *Client) CreateFolder(ctx context.Context, creds credentials.Credentials
 	var out *FolderChange
 	err := c.do(ctx, creds, "creating the folder", false, func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
-		delim, err := delimiter(cl)
+		srv, err := c.learn(conn)
 		if err != nil {
 			return err
 		}
+		ns := srv.Namespace
+		delim := ns.Delim
 		if err := checkNewName("name", name, delim); err != nil {
 			return err
 		}
+		// At the top level means inside the personal namespace: Cyrus and
+		// Courier refuse a folder beside INBOX.
+		name = ns.Place(name)
 		if strings.EqualFold(name, "INBOX") {
 			return exists(name)
 		}
@@ -67,7 +72,7 @@ func (c *Client) CreateFolder(ctx context.Context, creds credentials.Credentials
 		}
 		// A client that shows only subscribed folders would hide it.
 		_ = cl.Subscribe(name).Wait()
-		out = &FolderChange{Folder: name, Delimiter: delimString(delim)}
+		out = &FolderChange{Folder: name, Display: ns.Display(name), Delimiter: delimString(delim)}
 		return nil
 	})
 	return out, err
@@ -90,6 +95,11 @@ func (c *Client) RenameFolder(ctx context.Context, creds credentials.Credentials
 	var out *FolderChange
 	err := c.do(ctx, creds, "renaming the folder", false, func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
+		srv, err := c.learn(conn)
+		if err != nil {
+			return err
+		}
+		ns := srv.Namespace
 		all, err := listAll(cl)
 		if err != nil {
 			return err
@@ -97,6 +107,10 @@ func (c *Client) RenameFolder(ctx context.Context, creds credentials.Credentials
 		delim := delimOf(all)
 		if err := checkNewName("new_name", to, delim); err != nil {
 			return err
+		}
+		from, to = ns.Place(from), ns.Place(to)
+		if to == from {
+			return mailerr.Newf(mailerr.BadInput, "the folder is already called %s; nothing was changed", quote(from))
 		}
 		if err := c.changeable(cl, all, from, delim, "renamed"); err != nil {
 			return err
@@ -123,7 +137,7 @@ func (c *Client) RenameFolder(ctx context.Context, creds credentials.Credentials
 			_ = cl.Subscribe(to + strings.TrimPrefix(old, from)).Wait()
 			_ = cl.Unsubscribe(old).Wait()
 		}
-		out = &FolderChange{Folder: to, From: from, Delimiter: delimString(delim)}
+		out = &FolderChange{Folder: to, Display: ns.Display(to), From: from, Delimiter: delimString(delim)}
 		return nil
 	})
 	return out, err
@@ -140,6 +154,11 @@ func (c *Client) DeleteFolder(ctx context.Context, creds credentials.Credentials
 	var out *FolderChange
 	err := c.do(ctx, creds, "deleting the folder", false, func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
+		srv, err := c.learn(conn)
+		if err != nil {
+			return err
+		}
+		name = srv.Namespace.Place(name)
 		all, err := listAll(cl)
 		if err != nil {
 			return err
@@ -166,7 +185,7 @@ func (c *Client) DeleteFolder(ctx context.Context, creds credentials.Credentials
 			return folderOpError(err, name, "delete")
 		}
 		_ = cl.Unsubscribe(name).Wait()
-		out = &FolderChange{Folder: name, Delimiter: delimString(delim), Messages: count}
+		out = &FolderChange{Folder: name, Display: srv.Namespace.Display(name), Delimiter: delimString(delim), Messages: count}
 		return nil
 	})
 	return out, err
@@ -410,10 +429,7 @@ func folderOpError(err error, name, op string) error {
 	case imap.ResponseCodeUnavailable, imap.ResponseCodeInUse, imap.ResponseCodeLimit, imap.ResponseCodeOverQuota, imap.ResponseCodeNoPerm:
 		return imapError(err, "")
 	}
-	said := strings.TrimSpace(dovecotTiming.ReplaceAllString(mailmsg.SanitizeLine(ie.Text), ""))
-	if r := []rune(said); len(r) > 200 {
-		said = string(r[:200]) + "…"
-	}
+	said := serverSaid(ie)
 	msg := fmt.Sprintf("the mail server refused to %s folder %s", op, quote(name))
 	if said != "" {
 		msg += " (it said: " + said + ")"

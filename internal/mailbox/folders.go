@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
@@ -15,7 +16,10 @@ import (
 
 // Folder is one mailbox folder.
 type Folder struct {
-	Name       string `json:"name"`
+	Name string `json:"name"`
+	// Display is Name without the personal namespace's prefix, where the
+	// server has one ("INBOX.Sent" -> "Sent").
+	Display    string `json:"display_name,omitempty" desc:"the name without the server's personal prefix (INBOX. on Cyrus and Courier), where it has one; use name in calls"`
 	Delimiter  string `json:"delimiter,omitempty"`
 	Role       string `json:"role,omitempty"` // inbox, sent, drafts, trash, junk, archive, all, flagged
 	Selectable bool   `json:"selectable"`
@@ -37,6 +41,9 @@ func (c *Client) ListFolders(ctx context.Context, creds credentials.Credentials)
 	var out []Folder
 	err := c.do(ctx, creds, "listing the folders", true, func(ctx context.Context, conn *Conn) error {
 		var err error
+		if conn.srv, err = c.learn(conn); err != nil {
+			return err
+		}
 		out, err = listFolders(conn)
 		return err
 	})
@@ -60,19 +67,33 @@ func listFolders(conn *Conn) ([]Folder, error) {
 	}
 	folders := make([]Folder, 0, len(data))
 	var pending []*statusWait
+	if !listStatus && conn.selected != "" {
+		// STATUS of the selected folder is discouraged (RFC 3501) and not
+		// current on every server: never ask it.
+		if err := conn.unselect(); err != nil {
+			return nil, err
+		}
+	}
+	var ns Namespace
+	if conn.srv != nil {
+		ns = conn.srv.Namespace
+	}
 	for _, d := range data {
-		f := Folder{Name: d.Mailbox, Selectable: true}
+		f := Folder{Name: d.Mailbox, Selectable: true, Display: ns.Display(d.Mailbox)}
 		if d.Delim != 0 {
 			f.Delimiter = string(d.Delim)
 		}
 		f.Role, f.Selectable = roleOf(d), selectable(d)
+		if f.Role == "" && !caps.Has(imap.CapSpecialUse) {
+			f.Role = ns.roleByName(d.Mailbox)
+		}
 		if d.Status != nil {
 			f.Total, f.Unread = deref(d.Status.NumMessages), deref(d.Status.NumUnseen)
 		} else if f.Selectable && !listStatus {
 			// Pipelined: every STATUS is sent before the first answer is read.
 			pending = append(pending, &statusWait{i: len(folders), cmd: cl.Status(d.Mailbox, folderStatus)})
 		}
-		f.Name = mailmsg.SanitizeLine(f.Name)
+		f.Name, f.Display = mailmsg.SanitizeLine(f.Name), mailmsg.SanitizeLine(f.Display)
 		folders = append(folders, f)
 	}
 	for _, p := range pending {
@@ -139,11 +160,71 @@ func imapError(err error, folder string) error {
 			return mailerr.Wrap(mailerr.Permanent, err, "the mail server does not allow this for your account")
 		}
 		if folder != "" && ie.Type == imap.StatusResponseTypeNo {
-			return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist or cannot be opened").About(mailerr.SubjectFolder)
+			// No code to go by: the server's words say why. Only a code,
+			// or a LIST without the folder (Conn.folderError), says that
+			// it does not exist.
+			return refusal(err, ie, "the mail server refused this for folder "+quote(folder))
 		}
 		return mailerr.Wrap(mailerr.Internal, err, "the mail server refused the command")
 	}
 	return mailerr.Wrap(mailerr.Unavailable, err, "the connection to the mail server failed")
+}
+
+// folderError classifies a refusal of a command about folder on conn
+// (op says what was tried, to complete "could not OP folder X"): it does
+// not exist on [NONEXISTENT] or [TRYCREATE], or when a LIST shows no such
+// folder (Cyrus and Courier answer a SELECT of a missing folder with a
+// NO without a code); a NO for permission, a read-only folder, quota or
+// an invalid name is reported as that, with the server's words.
+func (conn *Conn) folderError(err error, folder, op string) error {
+	return folderErrorOn(conn.client(), err, folder, op)
+}
+
+// folderErrorOn is Conn.folderError on a client.
+func folderErrorOn(cl *imapclient.Client, err error, folder, op string) error {
+	var ie *imap.Error
+	if !errors.As(err, &ie) || ie.Type != imap.StatusResponseTypeNo {
+		return imapError(err, folder)
+	}
+	switch ie.Code {
+	case imap.ResponseCodeNonExistent, imap.ResponseCodeTryCreate:
+		return notFound(err, folder)
+	case imap.ResponseCodeOverQuota:
+		return refusal(err, ie, "the mailbox is over its quota: could not "+op+" folder "+quote(folder))
+	case imap.ResponseCodeNoPerm:
+		return refusal(err, ie, "the mail server does not allow this for your account: could not "+op+" folder "+quote(folder))
+	case imap.ResponseCodeUnavailable, imap.ResponseCodeInUse, imap.ResponseCodeLimit:
+		return imapError(err, folder)
+	case "":
+		if !strings.EqualFold(folder, "INBOX") {
+			if d, lerr := listOne(cl, folder); lerr == nil && (d == nil || !selectable(d)) {
+				return notFound(err, folder)
+			}
+		}
+	}
+	return refusal(err, ie, "the mail server refused to let the gateway "+op+" folder "+quote(folder))
+}
+
+func notFound(err error, folder string) error {
+	return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist").About(mailerr.SubjectFolder)
+}
+
+// refusal is a NO the user can act on: msg, and what the server said.
+func refusal(err error, ie *imap.Error, msg string) error {
+	if said := serverSaid(ie); said != "" {
+		msg += " (it said: " + said + ")"
+	}
+	return mailerr.Wrap(mailerr.Permanent, err, msg)
+}
+
+// serverSaid is the text of the server's answer, cleaned for a message:
+// one line, without Dovecot's timing, at most 200 characters.
+func serverSaid(ie *imap.Error) string {
+	said := strings.TrimSpace(dovecotTiming.ReplaceAllString(mailmsg.SanitizeLine(ie.Text), ""))
+	if r := []rune(said); len(r) > 200 {
+		said = string(r[:200]) + "…"
+	}
+	return said
 }
 
 func quote(s string) string { return "\"" + s + "\"" }

@@ -44,12 +44,15 @@ type ForwardSource struct {
 // up to more than maxFileBytes: then FilesTooLarge is set and none is
 // fetched.
 func (c *Client) ReadForForward(ctx context.Context, creds credentials.Credentials, folder string, uid uint32, maxFileBytes int64) (*ForwardSource, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	if uid == 0 {
 		return nil, badUID()
 	}
 	var out *ForwardSource
-	err := c.do(ctx, creds, "reading the message to forward", true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "reading the message to forward", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}

@@ -90,7 +90,10 @@ func normFolder(f string) string {
 // the same whatever the folder's size: the newest messages are the highest
 // sequence numbers, known from the message count without any search.
 func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, o ListOptions) (*Page, error) {
-	folder := normFolder(o.Folder)
+	folder, err := c.folderArg(ctx, creds, o.Folder)
+	if err != nil {
+		return nil, err
+	}
 	limit, err := checkLimit(o.Limit)
 	if err != nil {
 		return nil, err
@@ -101,11 +104,18 @@ func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, 
 	}
 	var page *Page
 	err = c.doIn(ctx, creds, folder, "listing the messages", func(ctx context.Context, conn *Conn) error {
+		cl := conn.client()
+		reused := conn.selected == folder && !conn.selectedRW && cl.Mailbox() != nil
 		mb, err := conn.examine(folder)
 		if err != nil {
 			return err
 		}
-		cl := conn.client()
+		if reused {
+			// Courier answers STATUS of the selected folder from the
+			// session's view, which only a command brings up to date:
+			// pipelined, the NOOP costs no round trip.
+			cl.Noop()
+		}
 		status := cl.Status(folder, pageStatus)
 		var set imap.SeqSet
 		if cur == nil {
@@ -398,10 +408,13 @@ func (conn *Conn) finishSelect(s *selecting) (*imap.SelectData, error) {
 		}
 	}
 	if err != nil {
-		return nil, imapError(err, s.folder)
+		return nil, conn.folderError(err, s.folder, "open")
 	}
 	if role == "" && s.folder == "INBOX" {
 		role = "inbox"
+	}
+	if role == "" && conn.srv != nil && !conn.srv.HasSpecialUse() {
+		role = conn.srv.Namespace.roleByName(s.folder)
 	}
 	conn.selected, conn.selectedRW, conn.uidValidity, conn.role = s.folder, !s.readOnly, data.UIDValidity, role
 	return data, nil

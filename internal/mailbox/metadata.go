@@ -32,8 +32,9 @@ var ErrNoMetadata = errors.New("the mail server does not offer IMAP METADATA (RF
 func (c *Client) HasMetadata(ctx context.Context, creds credentials.Credentials) (bool, error) {
 	var has bool
 	err := c.do(ctx, creds, "checking the server's capabilities", true, func(ctx context.Context, conn *Conn) error {
-		has = conn.client().Caps().Has(imap.CapMetadata)
-		return nil
+		var err error
+		has, err = c.metadataUsable(conn)
+		return err
 	})
 	return has, err
 }
@@ -49,12 +50,14 @@ func (c *Client) GetMetadata(ctx context.Context, creds credentials.Credentials,
 	out := map[string][]byte{}
 	err := c.do(ctx, creds, "reading folder metadata", true, func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
-		if !cl.Caps().Has(imap.CapMetadata) {
+		if ok, err := c.metadataUsable(conn); err != nil {
+			return err
+		} else if !ok {
 			return ErrNoMetadata
 		}
 		data, err := cl.GetMetadata(folder, entries, nil).Wait()
 		if err != nil {
-			return metadataError(err, folder)
+			return metadataError(conn, err, folder)
 		}
 		for k, v := range data.Entries {
 			if v != nil {
@@ -75,11 +78,22 @@ func (c *Client) GetMetadata(ctx context.Context, creds credentials.Credentials,
 func (c *Client) SetMetadata(ctx context.Context, creds credentials.Credentials, folder string, entries map[string]*[]byte) error {
 	return c.do(ctx, creds, "writing folder metadata", false, func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
-		if !cl.Caps().Has(imap.CapMetadata) {
+		if ok, err := c.metadataUsable(conn); err != nil {
+			return err
+		} else if !ok {
 			return ErrNoMetadata
 		}
 		if err := cl.SetMetadata(folder, entries).Wait(); err != nil {
-			return metadataError(err, folder)
+			var ie *imap.Error
+			if errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo && ie.Code == "" && vendorEntries(entries) {
+				// Refused by name, as Cyrus does every vendor entry: the
+				// server keeps no such entries, from now on.
+				if s := c.srv.Load(); s != nil && !s.vendorMetadataRefused.Swap(true) {
+					c.log.Info("the mail server refused a METADATA entry under /private/vendor/; agent state and status use messages in the state folder instead", "said", ie.Text)
+				}
+				return ErrNoMetadata
+			}
+			return metadataError(conn, err, folder)
 		}
 		return nil
 	})
@@ -93,7 +107,9 @@ func (c *Client) ChildMetadata(ctx context.Context, creds credentials.Credential
 	out := map[string]map[string][]byte{}
 	err := c.do(ctx, creds, "reading folder metadata", true, func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
-		if !cl.Caps().Has(imap.CapMetadata) {
+		if ok, err := c.metadataUsable(conn); err != nil {
+			return err
+		} else if !ok {
 			return ErrNoMetadata
 		}
 		delim, err := delimiter(cl)
@@ -121,8 +137,8 @@ func (c *Client) ChildMetadata(ctx context.Context, creds credentials.Credential
 			data, err := cmd.Wait()
 			if err != nil {
 				// a folder deleted meanwhile has no metadata; the rest stands
-				if firstErr == nil && mailerr.KindOf(imapError(err, folder)) != mailerr.NotFound {
-					firstErr = metadataError(err, folder)
+				if firstErr == nil && mailerr.KindOf(conn.folderError(err, folder, "read metadata of")) != mailerr.NotFound {
+					firstErr = metadataError(conn, err, folder)
 				}
 				continue
 			}
@@ -144,15 +160,31 @@ func (c *Client) ChildMetadata(ctx context.Context, creds credentials.Credential
 	return out, nil
 }
 
+// vendorEntries says whether entries has one under /private/vendor/ or
+// /shared/vendor/.
+func vendorEntries(entries map[string]*[]byte) bool {
+	for k := range entries {
+		k = strings.ToLower(k)
+		if strings.HasPrefix(k, "/private/vendor/") || strings.HasPrefix(k, "/shared/vendor/") {
+			return true
+		}
+	}
+	return false
+}
+
 // metadataError classifies a GETMETADATA/SETMETADATA error: the METADATA
 // response codes (MAXSIZE, TOOMANY, NOPRIVATE) say the server will not
 // hold the value.
-func metadataError(err error, folder string) error {
+func metadataError(conn *Conn, err error, folder string) error {
 	var ie *imap.Error
 	if errors.As(err, &ie) && strings.EqualFold(string(ie.Code), "METADATA") {
 		return mailerr.Wrap(mailerr.TooLarge, err, "the mail server refused to store the metadata (too large, or too many entries)")
 	}
-	return imapError(err, folder)
+	if folder == "" {
+		return imapError(err, folder)
+	}
+	// Dovecot answers METADATA about a missing folder with a bare NO.
+	return conn.folderError(err, folder, "keep metadata on")
 }
 
 // KeyHeader is the header that names a keyed message's key.
@@ -178,7 +210,7 @@ func (c *Client) AppendKeyed(ctx context.Context, creds credentials.Credentials,
 			return noUIDPlus()
 		}
 		var err error
-		uid, err = appendOne(cl, folder, raw, []imap.Flag{imap.FlagSeen}, time.Now())
+		uid, err = conn.append(folder, raw, []imap.Flag{imap.FlagSeen}, time.Now())
 		return err
 	})
 	return uint32(uid), err

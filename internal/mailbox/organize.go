@@ -66,7 +66,10 @@ type Trashed struct {
 // flagged or answered (any case, with or without the backslash), or a
 // keyword (CheckKeyword). If a UID is not in the folder, nothing changes.
 func (c *Client) SetFlags(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32, add, remove []string) (*FlagsResult, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	set, err := checkUIDs(uids)
 	if err != nil {
 		return nil, err
@@ -131,11 +134,16 @@ func (c *Client) SetFlags(ctx context.Context, creds credentials.Credentials, fo
 // UIDs; a server with neither MOVE nor UIDPLUS is refused. If a UID is not
 // in the folder or toFolder does not exist, nothing changes.
 func (c *Client) Move(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32, toFolder string) (*Moved, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	if strings.TrimSpace(toFolder) == "" {
 		return nil, mailerr.New(mailerr.BadInput, "to_folder must name the folder to move the messages to")
 	}
-	toFolder = normFolder(toFolder)
+	if toFolder, err = c.folderArg(ctx, creds, toFolder); err != nil {
+		return nil, err
+	}
 	if toFolder == folder {
 		return nil, mailerr.Newf(mailerr.BadInput, "the messages are already in folder %s (folder and to_folder are the same); nothing was moved", quote(folder))
 	}
@@ -162,7 +170,10 @@ func (c *Client) Move(ctx context.Context, creds credentials.Credentials, folder
 // folder are only removed with permanent. If a UID is not in the folder,
 // nothing changes.
 func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32, permanent bool) (*Trashed, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	set, err := checkUIDs(uids)
 	if err != nil {
 		return nil, err
@@ -204,17 +215,20 @@ func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folde
 // exist), else the one found.
 func (c *Client) trashFolder(cl *imapclient.Client) (string, error) {
 	if name := c.cfg.TrashFolder; name != "" {
-		if err := destinationExists(cl, normFolder(name)); err != nil {
+		name = c.placeKnown(name)
+		if err := destinationExists(cl, name); err != nil {
 			return "", mailerr.Newf(mailerr.NotFound, "the Trash folder %s (TRASH_FOLDER) does not exist; nothing was changed", quote(name))
 		}
-		return normFolder(name), nil
+		return name, nil
 	}
 	name, err := findSpecial(cl, imap.MailboxAttrTrash, trashNames)
 	if err != nil {
 		return "", err
 	}
 	if name == "" {
-		return "", mailerr.New(mailerr.NotFound, "the mailbox has no Trash folder (none marked \\Trash and none with a usual name); the operator can name one with TRASH_FOLDER; nothing was changed")
+		// A new mailbox (Cyrus and Courier start with INBOX alone): make
+		// one, as a mail app would.
+		return c.createSpecial(cl, imap.MailboxAttrTrash, "Trash")
 	}
 	return name, nil
 }
@@ -300,7 +314,7 @@ func deleteExactly(cl *imapclient.Client, set imap.UIDSet) error {
 // (STATUS answers for it).
 func destinationExists(cl *imapclient.Client, folder string) error {
 	if _, err := cl.Status(folder, &imap.StatusOptions{NumMessages: true}).Wait(); err != nil {
-		if e := imapError(err, folder); mailerr.KindOf(e) != mailerr.NotFound {
+		if e := folderErrorOn(cl, err, folder, "look at"); mailerr.KindOf(e) != mailerr.NotFound {
 			return e
 		}
 		return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist or cannot hold messages; nothing was changed").About(mailerr.SubjectFolder)

@@ -67,14 +67,17 @@ type PeekResult struct {
 // (their From and tags headers only) and counted when they carry it
 // exactly.
 func (c *Client) Peek(ctx context.Context, creds credentials.Credentials, folder, tag string) (*PeekResult, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	if tag != "" {
 		if err := CheckTag(tag); err != nil {
 			return nil, err
 		}
 	}
 	var out *PeekResult
-	err := c.do(ctx, creds, "looking at the folder", true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "looking at the folder", true, func(ctx context.Context, conn *Conn) error {
 		mb, err := conn.examineFresh(folder)
 		if err != nil {
 			return err

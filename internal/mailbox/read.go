@@ -91,7 +91,10 @@ type Message struct {
 // \Seen is never set. Only the text parts are fetched, so a message with a
 // 25 MB attachment costs no more memory than its text.
 func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o ReadOptions) (*Message, error) {
-	folder := normFolder(o.Folder)
+	folder, err := c.folderArg(ctx, creds, o.Folder)
+	if err != nil {
+		return nil, err
+	}
 	if o.UID == 0 {
 		return nil, badUID()
 	}
@@ -106,7 +109,7 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		return nil, mailerr.New(mailerr.BadInput, "offset must not be negative")
 	}
 	var msg *Message
-	err := c.doIn(ctx, creds, folder, "reading the message", func(ctx context.Context, conn *Conn) error {
+	err = c.doIn(ctx, creds, folder, "reading the message", func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}

@@ -100,7 +100,10 @@ func (q Query) check() error {
 // Search runs q on the server (UID SEARCH; ESEARCH when offered) and returns
 // a page of the matches, newest first.
 func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Query, o ListOptions) (*Page, error) {
-	folder := normFolder(o.Folder)
+	folder, err := c.folderArg(ctx, creds, o.Folder)
+	if err != nil {
+		return nil, err
+	}
 	limit, err := checkLimit(o.Limit)
 	if err != nil {
 		return nil, err

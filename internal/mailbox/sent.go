@@ -45,12 +45,15 @@ var threadHeaders = []string{"Message-ID", "In-Reply-To", "References", "Reply-T
 // EXAMINE and BODY.PEEK, so the message stays exactly as it was (\Seen
 // unchanged).
 func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, folder string, uid uint32) (*Original, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	if uid == 0 {
 		return nil, badUID()
 	}
 	var out *Original
-	err := c.doIn(ctx, creds, folder, "reading the original message", func(ctx context.Context, conn *Conn) error {
+	err = c.doIn(ctx, creds, folder, "reading the original message", func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
@@ -114,7 +117,10 @@ func msgIDs(v string) []string {
 // have the UIDVALIDITY uidValidity (0: not checked). It needs a read-write
 // SELECT; the connection remembers that, so the next read re-EXAMINEs.
 func (c *Client) MarkAnswered(ctx context.Context, creds credentials.Credentials, folder string, uid, uidValidity uint32) error {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return err
+	}
 	return c.do(ctx, creds, "flagging the original as answered", false, func(ctx context.Context, conn *Conn) error {
 		if err := conn.selectRW(folder); err != nil {
 			return err
@@ -172,32 +178,18 @@ func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, fo
 	}
 	var out *SentCopy
 	err := c.do(ctx, creds, "saving the copy in the Sent folder", false, func(ctx context.Context, conn *Conn) error {
-		name := folder
-		if name == "" {
-			var err error
-			if name, err = findSent(conn.client()); err != nil {
-				return err
-			}
-			if name == "" {
-				return mailerr.New(mailerr.NotFound, "the mailbox has no Sent folder (none marked \\Sent and none with a usual name); the operator can name one with SENT_FOLDER")
-			}
-		}
-		cmd := conn.client().Append(name, int64(len(raw)), &imap.AppendOptions{Flags: []imap.Flag{imap.FlagSeen}, Time: date})
-		_, werr := cmd.Write(raw)
-		if cerr := cmd.Close(); werr == nil {
-			werr = cerr
-		}
-		data, err := cmd.Wait()
-		if err == nil && werr != nil {
-			err = werr
-		}
+		name, err := c.sentFolderName(conn.client(), folder, true)
 		if err != nil {
-			if mailerr.KindOf(imapError(err, name)) == mailerr.NotFound {
+			return err
+		}
+		uid, err := conn.append(name, raw, []imap.Flag{imap.FlagSeen}, date)
+		if err != nil {
+			if mailerr.KindOf(err) == mailerr.NotFound {
 				return mailerr.Wrap(mailerr.NotFound, err, "the Sent folder "+quote(name)+" does not exist").About(mailerr.SubjectFolder)
 			}
-			return imapError(err, name)
+			return err
 		}
-		out = &SentCopy{Folder: name, UID: uint32(data.UID)}
+		out = &SentCopy{Folder: name, UID: uint32(uid)}
 		return nil
 	})
 	return out, err

@@ -74,7 +74,7 @@ type Claim struct {
 func (c *Client) FindSent(ctx context.Context, creds credentials.Credentials, folder, id string) (*SentRecord, error) {
 	var out *SentRecord
 	err := c.do(ctx, creds, "looking for the message in the Sent folder", true, func(ctx context.Context, conn *Conn) error {
-		name, err := sentFolderName(conn.client(), folder)
+		name, err := c.sentFolderName(conn.client(), folder, false)
 		if err != nil {
 			return err
 		}
@@ -105,11 +105,11 @@ func (c *Client) ClaimSent(ctx context.Context, creds credentials.Credentials, f
 		if !cl.Caps().Has(imap.CapUIDPlus) {
 			return mailerr.New(mailerr.Permanent, "the mail server lacks UIDPLUS, which sending at most once per key needs (to tell this attempt's Sent copy apart); nothing was sent")
 		}
-		name, err := sentFolderName(cl, folder)
+		name, err := c.sentFolderName(cl, folder, true)
 		if err != nil {
 			return err
 		}
-		uid, err := appendOne(cl, name, raw, []imap.Flag{imap.FlagSeen, SendingKeyword}, date)
+		uid, err := conn.append(name, raw, []imap.Flag{imap.FlagSeen, SendingKeyword}, date)
 		if err != nil {
 			return err
 		}
@@ -199,16 +199,21 @@ func (c *Client) onSentCopy(ctx context.Context, creds credentials.Credentials, 
 }
 
 // sentFolderName is the configured Sent folder, else the one found.
-func sentFolderName(cl *imapclient.Client, folder string) (string, error) {
+func (c *Client) sentFolderName(cl *imapclient.Client, folder string, create bool) (string, error) {
 	if strings.EqualFold(folder, NoSentFolder) {
 		return "", mailerr.New(mailerr.BadInput, "saving a copy of sent mail is turned off (SENT_FOLDER=none)")
 	}
 	if folder != "" {
-		return folder, nil
+		return c.placeKnown(folder), nil
 	}
 	name, err := findSent(cl)
 	if err != nil {
 		return "", err
+	}
+	if name == "" && create {
+		// A new mailbox (Cyrus and Courier start with INBOX alone): make
+		// one, as a mail app does on its first send.
+		return c.createSpecial(cl, imap.MailboxAttrSent, "Sent")
 	}
 	if name == "" {
 		return "", mailerr.New(mailerr.NotFound, "the mailbox has no Sent folder (none marked \\Sent and none with a usual name); the operator can name one with SENT_FOLDER")
@@ -280,9 +285,12 @@ type Located struct {
 // FindMessageID finds the one message in folder whose Message-ID is id;
 // nil when there is none, or more than one (it would be a guess).
 func (c *Client) FindMessageID(ctx context.Context, creds credentials.Credentials, folder, id string) (*Located, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	var out *Located
-	err := c.do(ctx, creds, "looking for a message by its Message-ID", true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "looking for a message by its Message-ID", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}

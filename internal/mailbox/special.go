@@ -108,3 +108,28 @@ func selectable(d *imap.ListData) bool {
 	}
 	return true
 }
+
+// createSpecial creates the special folder name (placed in the personal
+// namespace) for a mailbox that has none, marked attr where the server
+// takes CREATE ... USE (RFC 6154), and subscribes to it. One created by
+// someone else meanwhile is used.
+func (c *Client) createSpecial(cl *imapclient.Client, attr imap.MailboxAttr, name string) (string, error) {
+	name = c.placeKnown(name)
+	var opts *imap.CreateOptions
+	if cl.Caps().Has(imap.CapCreateSpecialUse) {
+		opts = &imap.CreateOptions{SpecialUse: []imap.MailboxAttr{attr}}
+	}
+	err := cl.Create(name, opts).Wait()
+	if err != nil && opts != nil {
+		// a server that takes no USE for this name: a plain folder
+		err = cl.Create(name, nil).Wait()
+	}
+	if err != nil {
+		if d, lerr := listOne(cl, name); lerr == nil && d != nil && selectable(d) {
+			return name, nil
+		}
+		return "", folderOpError(err, name, "create")
+	}
+	_ = cl.Subscribe(name).Wait()
+	return name, nil
+}

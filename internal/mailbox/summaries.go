@@ -12,7 +12,10 @@ import (
 // of folder that exist, newest first, without changing anything: what a
 // person is shown before approving what will happen to them.
 func (c *Client) Summaries(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32) ([]Summary, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	set, err := checkUIDs(uids)
 	if err != nil {
 		return nil, err

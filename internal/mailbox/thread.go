@@ -85,15 +85,30 @@ type ThreadResult struct {
 // Sent, with the others in AlsoIn), each with a short snippet of its text.
 // Nothing is changed (EXAMINE, BODY.PEEK).
 func (c *Client) Thread(ctx context.Context, creds credentials.Credentials, folder string, uid uint32, alsoFolders []string) (*ThreadResult, error) {
-	folder = normFolder(folder)
+	folder, err := c.folderArg(ctx, creds, folder)
+	if err != nil {
+		return nil, err
+	}
 	if uid == 0 {
 		return nil, badUID()
 	}
 	if len(alsoFolders) > MaxThreadFolders {
 		return nil, mailerr.Newf(mailerr.BadInput, "at most %d extra folders can be searched", MaxThreadFolders)
 	}
+	also := make([]string, 0, len(alsoFolders))
+	for _, f := range alsoFolders {
+		if strings.TrimSpace(f) == "" {
+			continue
+		}
+		p, err := c.folderArg(ctx, creds, f)
+		if err != nil {
+			return nil, err
+		}
+		also = append(also, p)
+	}
+	alsoFolders = also
 	var out *ThreadResult
-	err := c.do(ctx, creds, "collecting the conversation", true, func(ctx context.Context, conn *Conn) error {
+	err = c.do(ctx, creds, "collecting the conversation", true, func(ctx context.Context, conn *Conn) error {
 		t := &threadWalk{conn: conn, known: map[Location]*threadMsg{}, members: map[Location]bool{},
 			ids: map[string]bool{}, searched: map[string]map[string]bool{}}
 		var err error

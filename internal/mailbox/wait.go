@@ -35,6 +35,10 @@ const (
 	DefaultMaxWaiters        = 500
 	DefaultMaxWaitersPerUser = 10
 
+	// DefaultWaitRecheck is how often a wait in IDLE looks for itself
+	// until SetWaitRecheck changes it (WAIT_RECHECK).
+	DefaultWaitRecheck = 10 * time.Second
+
 	// pollInterval is how often a wait looks for new mail on a server
 	// without IDLE.
 	pollInterval = 2 * time.Second
@@ -115,6 +119,18 @@ func (c *Client) SetWaitPoll(d time.Duration) {
 	ws.mu.Unlock()
 }
 
+// SetWaitRecheck makes a wait in IDLE look at the folder itself every d
+// (DONE, NOOP, the search, IDLE again), so that it wakes within d on a
+// server whose IDLE reports new mail late or never: Cyrus without idled
+// and Courier with its defaults report it only on their own 60 s poll. 0
+// turns it off (IDLE alone). Waits already running keep their setting.
+func (c *Client) SetWaitRecheck(d time.Duration) {
+	ws := c.waits()
+	ws.mu.Lock()
+	ws.recheck = max(d, 0)
+	ws.mu.Unlock()
+}
+
 // Waiting returns how many waits are in progress.
 func (c *Client) Waiting() int {
 	ws := c.waits()
@@ -144,6 +160,7 @@ type waitState struct {
 	n              int
 	byUser         map[string]int
 	pollEvery      time.Duration
+	recheck        time.Duration
 	closed         bool
 	stop           chan struct{} // closed by CloseWaits
 }
@@ -159,7 +176,7 @@ func (c *Client) waits() *waitState {
 		return ws.(*waitState)
 	}
 	ws, loaded := waitStates.LoadOrStore(key, &waitState{
-		total: DefaultMaxWaiters, perUser: DefaultMaxWaitersPerUser,
+		total: DefaultMaxWaiters, perUser: DefaultMaxWaitersPerUser, recheck: DefaultWaitRecheck,
 		byUser: map[string]int{}, stop: make(chan struct{}),
 	})
 	if !loaded {
@@ -209,6 +226,11 @@ func (ws *waitState) acquire(account string) (release func(), err error) {
 // connection is dialled again (up to 3 times in a row); a folder whose
 // UIDVALIDITY changes meanwhile is an error about the cursor.
 func (c *Client) Wait(ctx context.Context, creds credentials.Credentials, o WaitOptions, progress func()) (*WaitResult, error) {
+	folder, err := c.folderArg(ctx, creds, o.Folder)
+	if err != nil {
+		return nil, err
+	}
+	o.Folder = folder
 	w, err := newWaiter(c, o, progress)
 	if err != nil {
 		return nil, err
@@ -220,7 +242,7 @@ func (c *Client) Wait(ctx context.Context, creds credentials.Credentials, o Wait
 	}
 	defer release()
 	ws.mu.Lock()
-	w.stop, w.pollEvery = ws.stop, ws.pollEvery
+	w.stop, w.pollEvery, w.recheck = ws.stop, ws.pollEvery, ws.recheck
 	ws.mu.Unlock()
 	w.end = time.Now().Add(w.timeout)
 	if dl, ok := ctx.Deadline(); ok && dl.Add(-waitMargin).Before(w.end) {
@@ -239,6 +261,7 @@ type waiter struct {
 	wantUV    uint32
 	timeout   time.Duration
 	pollEvery time.Duration // 0: IDLE where offered
+	recheck   time.Duration // in IDLE, look anyway this often; 0: never
 	progress  func()
 	stop      <-chan struct{}
 	end       time.Time
@@ -248,6 +271,8 @@ type waiter struct {
 	uv      uint32
 	base    uint32 // every UID up to base has been looked at
 	waited  bool   // the current session got as far as waiting
+
+	rechecking bool // the look under way follows a re-check, not IDLE
 }
 
 func newWaiter(c *Client, o WaitOptions, progress func()) (*waiter, error) {
@@ -391,16 +416,30 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 				return nil, err
 			}
 			if res != nil {
+				if w.rechecking {
+					c.noteLazyIdle()
+				}
 				w.goodbye(ctx, conn)
 				return res, nil
 			}
+			w.rechecking = false
 			w.waited = true
 		}
 		var done bool
 		var err error
 		if idle {
-			done, err = w.idle(ctx, conn, wake, deadline.C, tick.C)
+			var rechecked bool
+			rechecked, done, err = w.idle(ctx, conn, wake, deadline.C, tick.C)
 			look = true
+			if err == nil && !done && rechecked {
+				// IDLE said nothing for a while: ask. The NOOP makes every
+				// server look at the folder now; a message found then was
+				// not announced by IDLE.
+				if err = c.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
+					err = w.lost(ctx, err)
+				}
+				w.rechecking = true
+			}
 		} else {
 			poll := time.NewTimer(every)
 			var woken bool
@@ -431,9 +470,10 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 	}
 }
 
-// idle waits in IDLE until the server announces mail or the wait is over,
-// and leaves IDLE (DONE, and the server's OK to it) before returning.
-func (w *waiter) idle(ctx context.Context, conn *Conn, wake <-chan struct{}, deadline, tick <-chan time.Time) (done bool, err error) {
+// idle waits in IDLE until the server announces mail, the re-check is
+// due (rechecked), or the wait is over, and leaves IDLE (DONE, and the
+// server's OK to it) before returning.
+func (w *waiter) idle(ctx context.Context, conn *Conn, wake <-chan struct{}, deadline, tick <-chan time.Time) (rechecked, done bool, err error) {
 	cl := conn.client()
 	var cmd *imapclient.IdleCommand
 	if err := w.c.within(ctx, conn, stepWaitMail, func() error {
@@ -441,11 +481,18 @@ func (w *waiter) idle(ctx context.Context, conn *Conn, wake <-chan struct{}, dea
 		cmd, err = cl.Idle()
 		return err
 	}); err != nil {
-		return false, w.lost(ctx, err)
+		return false, false, w.lost(ctx, err)
 	}
-	_, done, err = w.sleep(ctx, cl, wake, nil, deadline, tick)
+	var recheck <-chan time.Time
+	if w.recheck > 0 {
+		t := time.NewTimer(w.recheck)
+		defer t.Stop()
+		recheck = t.C
+	}
+	var woken bool
+	woken, done, err = w.sleep(ctx, cl, wake, recheck, deadline, tick)
 	if err != nil {
-		return false, err
+		return false, false, err
 	}
 	err = w.c.within(ctx, conn, stepWaitMail, func() error {
 		if err := cmd.Close(); err != nil {
@@ -454,9 +501,9 @@ func (w *waiter) idle(ctx context.Context, conn *Conn, wake <-chan struct{}, dea
 		return cmd.Wait()
 	})
 	if err != nil && !done {
-		return false, w.lost(ctx, err)
+		return false, false, w.lost(ctx, err)
 	}
-	return done, nil
+	return !woken && !done, done, nil
 }
 
 // sleep waits for a reason to look again: new mail announced (woken), or
@@ -510,7 +557,7 @@ func (w *waiter) open(ctx context.Context, conn *Conn) error {
 	err := w.c.within(ctx, conn, "opening the folder", func() error {
 		var err error
 		if sd, err = cl.Select(w.folder, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
-			return imapError(err, w.folder)
+			return conn.folderError(err, w.folder, "open")
 		}
 		if sd.UIDNext == 0 {
 			// A server that leaves UIDNEXT out of SELECT (it should not).

@@ -230,14 +230,17 @@ func lookPath(bin, path string) (string, error) {
 
 // findScript walks up from the working directory to the module root (the
 // directory holding go.mod) and returns its scripts/mailstack.sh.
-func findScript() (string, error) {
+func findScript() (string, error) { return findScriptNamed("mailstack.sh") }
+
+// findScriptNamed is findScript for the module's scripts/NAME.
+func findScriptNamed(name string) (string, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("mailstack: %w", err)
 	}
 	for d := wd; ; d = filepath.Dir(d) {
 		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
-			script := filepath.Join(d, "scripts", "mailstack.sh")
+			script := filepath.Join(d, "scripts", name)
 			if _, err := os.Stat(script); err != nil {
 				return "", fmt.Errorf("mailstack: %w", err)
 			}
@@ -358,22 +361,10 @@ func (s *Stack) start() (err error) {
 	// and removes DIR. Its own process group keeps it alive through a Ctrl-C
 	// sent to go test's group; stdout/stderr go to /dev/null so it never
 	// holds go test's pipes.
-	pr, pw, err := os.Pipe()
+	pw, watch, err := startWatchdog("mailstack-watchdog", dir, s.script, s.env())
 	if err != nil {
-		return fmt.Errorf("mailstack: %w", err)
+		return err
 	}
-	watch := exec.Command("/bin/sh", "-c",
-		`read -r _ || true; if [ -d "$1" ]; then "$2" stop "$1" >/dev/null 2>&1; rm -rf "$1"; fi`,
-		"mailstack-watchdog", dir, s.script)
-	watch.Stdin = pr
-	watch.Env = s.env()
-	watch.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := watch.Start(); err != nil {
-		pr.Close()
-		pw.Close()
-		return fmt.Errorf("mailstack: watchdog: %w", err)
-	}
-	pr.Close()
 	s.guard, s.watch = pw, watch
 	defer func() {
 		if err != nil {
@@ -390,6 +381,32 @@ func (s *Stack) start() (err error) {
 		return err
 	}
 	return nil
+}
+
+// startWatchdog starts a process that, once every write end of its stdin
+// (the returned file) is closed, runs `script stop dir` and removes dir:
+// whatever ends this process, nothing it started is left running. Its own
+// process group keeps it alive through a Ctrl-C sent to go test's group;
+// its output goes nowhere, so it never holds go test's pipes. env nil: this
+// process's environment.
+func startWatchdog(name, dir, script string, env []string) (*os.File, *exec.Cmd, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("mailstack: %w", err)
+	}
+	watch := exec.Command("/bin/sh", "-c",
+		`read -r _ || true; if [ -d "$1" ]; then "$2" stop "$1" >/dev/null 2>&1; rm -rf "$1"; fi`,
+		name, dir, script)
+	watch.Stdin = pr
+	watch.Env = env
+	watch.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := watch.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, nil, fmt.Errorf("mailstack: watchdog: %w", err)
+	}
+	pr.Close()
+	return pw, watch, nil
 }
 
 // env is the environment of the script and doveadm.

@@ -83,3 +83,40 @@ func Main(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// IMAPServer and Kind are mailstack's: Cyrus or Courier beside Dovecot.
+type (
+	IMAPServer = mailstack.IMAPServer
+	Kind       = mailstack.Kind
+)
+
+// The other IMAP servers (scripts/imapservers.sh).
+const (
+	Cyrus   = mailstack.Cyrus
+	Courier = mailstack.Courier
+)
+
+// StartIMAP starts a Cyrus or Courier server for this test with the
+// default users (mailstack.ServerAlice, ServerBob) plus users, stopped
+// when the test ends (its logs printed if the test failed). Where no such
+// server can run (not root, not installed: scripts/imapservers.sh
+// install) the test is skipped, or fails when CI=true.
+func StartIMAP(t testing.TB, kind Kind, users map[string]string) *IMAPServer {
+	t.Helper()
+	s, err := mailstack.StartIMAP(kind, users)
+	if err != nil {
+		if errors.Is(err, mailstack.ErrUnavailable) && !inCI() {
+			t.Skipf("mailtest: %v", err)
+		}
+		t.Fatalf("mailtest: cannot start %s: %v", kind, err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%s logs:\n%s", kind, s.Log(4000))
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping %s: %v", kind, err)
+		}
+	})
+	return s
+}

@@ -12,7 +12,7 @@ type agentSendArgs struct {
 	To           []string `json:"to" max:"100" desc:"Agent names of this mailbox to send to (e.g. [\"frontend\"]), or [\"*\"] for every agent of the mailbox but you. Leave empty with conversation."`
 	Subject      string   `json:"subject" max:"2000" desc:"Subject line (in a conversation, default \"Re: \" and its name)."`
 	Text         string   `json:"text" required:"true" desc:"The message's plain-text body."`
-	Tags         []string `json:"tags" max:"10" desc:"Short labels carried in the X-Mailbox-Tags header (as for smtp_send_email), for agents that filter their folder by tag."`
+	Tags         []string `json:"tags" max:"10" desc:"Short labels (lower-case letters, digits, . _ -; up to 32 characters each) carried in the X-Mailbox-Tags header, for agents that filter their folder by tag."`
 	Conversation string   `json:"conversation" max:"64" desc:"A conversation id (from agent_create_conversation or agent_list_conversations): the message continues it, threaded, and goes to all its current participants."`
 }
 

@@ -19,7 +19,7 @@ type saveDraftArgs struct {
 	HTML         string          `json:"html" desc:"Optional HTML body, alongside the text."`
 	Attachments  []AttachmentArg `json:"attachments" max:"100" desc:"Files to attach."`
 	From         string          `json:"from" max:"1000" desc:"Sender, \"Name <user@example.com>\"; default: the logged-in user."`
-	Tags         []string        `json:"tags" max:"10" desc:"Short labels for the X-Mailbox-Tags header (as for smtp_send_email)."`
+	Tags         []string        `json:"tags" max:"10" desc:"Short labels (lower-case letters, digits, . _ -; up to 32 characters each) for the X-Mailbox-Tags header, which agents filter their mail by."`
 	InReplyToUID uint32          `json:"in_reply_to_uid" min:"1" desc:"UID of a message this draft answers: the draft is threaded to it (In-Reply-To, References) and, without recipients, addressed to its sender."`
 	Folder       string          `json:"folder" max:"1000" desc:"Folder of the in_reply_to_uid message (default INBOX)."`
 	ReplaceUID   uint32          `json:"replace_uid" min:"1" desc:"UID of an earlier draft (in the Drafts folder) this one replaces: it is removed once the new one is saved."`
@@ -29,7 +29,7 @@ var saveDraft = Def[saveDraftArgs, outbox.SavedDraft]{
 	Name:  "imap_save_draft",
 	Title: "Save draft",
 	Describe: func(d *Deps) string {
-		return "Save a message as a draft in the Drafts folder (flagged Draft and Seen) without sending it, for a person to review or for smtp_send_draft later. " +
+		return "Save a message as a draft in the Drafts folder (flagged Draft and Seen) without sending it, for a person to review or to be sent later. " +
 			"Every field may be empty but the sender; in_reply_to_uid threads the draft as a reply to that message. " +
 			"replace_uid replaces an earlier draft: the new one is saved first, then exactly the old one removed (it must be a draft in the Drafts folder, else nothing is saved). " +
 			"Returns the draft's UID, folder and Message-ID. " + attachmentsDescription(d)

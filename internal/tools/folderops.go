@@ -74,7 +74,7 @@ var deleteFolder = Def[deleteFolderArgs, mailbox.FolderChange]{
 				return approval.Preview{}, err
 			}
 			for _, f := range folders {
-				if f.Name == a.Folder {
+				if f.Name == a.Folder || (f.Display != "" && f.Display == a.Folder) {
 					return approval.Preview{Title: "Delete this folder and every message in it, for good?",
 						Fields: []approval.Field{{Name: "Folder", Value: f.Name},
 							{Name: "Messages", Value: fmt.Sprintf("%d (%d unread)", f.Total, f.Unread)}},

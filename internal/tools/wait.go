@@ -159,6 +159,8 @@ type checkArgs struct {
 	Tag      string `json:"tag" max:"32" desc:"Only messages carrying this tag (X-Mailbox-Tags)."`
 	Limit    int    `json:"limit" min:"1" max:"50" default:"10" desc:"How many messages at most (default 10, at most 50)."`
 	MaxChars int    `json:"max_chars" min:"1" max:"1000000" default:"20000" desc:"Most characters of text per message (default 20000); the rest can be read with imap_read_email."`
+	// IdempotencyKey makes a retry return the batch the first call took.
+	IdempotencyKey string `json:"idempotency_key" max:"200" desc:"Optional key (1-200 printable ASCII characters, e.g. a UUID per batch) that makes a retry safe: a later call with the same key, from any gateway replica, returns the messages the first call took (repeated=true) instead of taking new ones, even if the first call's answer was lost. Without a key, a call whose answer is lost after the messages were marked read leaves them read and unreturned."`
 }
 
 // CheckResult is imap_check_inbox's result.
@@ -171,14 +173,14 @@ var checkInbox = Def[checkArgs, CheckResult]{
 	Name:  "imap_check_inbox",
 	Title: "Check inbox (consume)",
 	Description: "Take the unread messages of a folder (default INBOX, or the agent's own folder when the caller has an agent name) that match the filters, oldest first, each with its text as imap_read_email gives it, and mark exactly those as read, so the next check does not return them again. " +
-		"On a mail server with conditional stores (CONDSTORE, e.g. Dovecot) no two calls ever return the same message, even from several agents or gateways at once (exactly_once: true); elsewhere a consumer running at the same moment may get a message too (exactly_once: false). Changes nothing but the \\Seen flag of what it returns.",
+		"On a mail server with conditional stores (CONDSTORE, e.g. Dovecot, Cyrus) no two calls ever return the same message, even from several agents or gateways at once (exactly_once: true); elsewhere a consumer running at the same moment may get a message too (exactly_once: false), and a message the server's answer leaves in doubt is returned rather than left read (named in at_least_once). Pass an idempotency_key to retry safely after a lost answer. Changes nothing but the \\Seen flag of what it returns (and, with a key, a claim keyword on it and a record in the agents' folder).",
 	OpenWorld: true,
 	Run: func(ctx context.Context, c *Call, a checkArgs) (CheckResult, error) {
 		folder, err := agentDefault(ctx, c, a.Folder)
 		if err != nil {
 			return CheckResult{}, err
 		}
-		res, err := c.Mailbox.Consume(ctx, c.Creds, mailbox.ConsumeOptions{Folder: folder, From: a.From, Tag: a.Tag, Limit: a.Limit, MaxChars: a.MaxChars})
+		res, err := c.Mailbox.Consume(ctx, c.Creds, mailbox.ConsumeOptions{Folder: folder, From: a.From, Tag: a.Tag, Limit: a.Limit, MaxChars: a.MaxChars, IdempotencyKey: a.IdempotencyKey})
 		if err != nil {
 			return CheckResult{}, err
 		}
@@ -190,7 +192,14 @@ var checkInbox = Def[checkArgs, CheckResult]{
 			fmt.Fprintf(&b, "No unread matching messages in %s.\n", line(r.Folder))
 			return b.String()
 		}
-		fmt.Fprintf(&b, "Took %s from %s (now marked read; exactly once: %v).\n", plural(len(r.Messages), "unread message"), line(r.Folder), r.ExactlyOnce)
+		if r.Repeated {
+			fmt.Fprintf(&b, "Returned again the %s an earlier call with this idempotency key took from %s (exactly once: %v).\n", plural(len(r.Messages), "message"), line(r.Folder), r.ExactlyOnce)
+		} else {
+			fmt.Fprintf(&b, "Took %s from %s (now marked read; exactly once: %v).\n", plural(len(r.Messages), "unread message"), line(r.Folder), r.ExactlyOnce)
+		}
+		if len(r.AtLeastOnce) > 0 {
+			fmt.Fprintf(&b, "At least once (another consumer may have these too): UIDs %v.\n", r.AtLeastOnce)
+		}
 		for _, m := range r.Messages {
 			b.WriteString(messageText(MessageResult{Message: m, Untrusted: r.Untrusted}))
 		}
