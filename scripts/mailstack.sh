@@ -76,6 +76,14 @@
 #                          (any other answer is an internal error: NO
 #                          [UNAVAILABLE]). Password logins keep working.
 #                          Default off (empty).
+#   MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE=username
+#                          the top-level string field of the introspection
+#                          answer that must equal the SASL user after %Lu
+#                          (Ory Hydra: sub). Nested objects are not seen.
+#   MAILSTACK_OAUTH2_SCOPE="mail"
+#                          scope(s) an access token must have been granted
+#                          (the answer's "scope"), space-separated; default
+#                          none required
 #
 # After `start`, DIR/mailstack.env holds KEY=VALUE lines (ports, PIDs, users,
 # CA file) for tests to read. DIR/etc/cert.pem is a self-signed cert for
@@ -97,6 +105,8 @@ DC_SUBMISSIONS_PORT=$((2465 + OFF))
 DC_SUBMISSION=${MAILSTACK_DOVECOT_SUBMISSION:-0}
 METADATA=${MAILSTACK_METADATA:-0}
 OAUTH2_URL=${MAILSTACK_OAUTH2_URL:-}
+OAUTH2_USER_ATTR=${MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE:-username}
+OAUTH2_SCOPE=${MAILSTACK_OAUTH2_SCOPE:-}
 MAIL_UID=${MAILSTACK_UID:-5000}
 USERS=${MAILSTACK_USERS:-"alice@example.test:alicepw bob@example.test:bobpw"}
 HOSTNAME_FQDN=mail.example.test
@@ -209,14 +219,17 @@ cmd_start() {
   chown root:dovecot "$D/etc/passwd"; chmod 0640 "$D/etc/passwd"
   if [ -n "$OAUTH2_URL" ]; then
     case "$OAUTH2_URL" in http://*|https://*) ;; *) die "MAILSTACK_OAUTH2_URL must be an http(s) URL" ;; esac
+    case "$OAUTH2_USER_ATTR" in ""|*[!A-Za-z0-9_.-]*) die "MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE must be a field name" ;; esac
+    case "$OAUTH2_SCOPE" in *[!A-Za-z0-9_.:/\ -]*) die "MAILSTACK_OAUTH2_SCOPE: unexpected character in '$OAUTH2_SCOPE'" ;; esac
     # read by the auth process (user dovecot); it holds no secret
     cat >"$D/etc/dovecot-oauth2.conf.ext" <<EOF
 introspection_mode = post
 introspection_url = $OAUTH2_URL
-username_attribute = username
+username_attribute = $OAUTH2_USER_ATTR
 active_attribute = active
 active_value = true
 timeout_msecs = 2000
+$([ -n "$OAUTH2_SCOPE" ] && echo "scope = $OAUTH2_SCOPE")
 EOF
     chmod 0644 "$D/etc/dovecot-oauth2.conf.ext"
   fi

@@ -11,6 +11,8 @@
 # dovecot-imapd dovecot-lmtpd postfix (plus openssl, python3). Run as root on a
 # machine without them, this script installs them (apt-get); otherwise it
 # says what to install and those tests skip - unless CI=true, where they fail.
+# Ory Hydra, the OAuth provider of the sign-in tests, is built from source by
+# scripts/hydra.sh (the Go module proxy and a C compiler, once per machine).
 #
 # Output: one line per test and subtest (--- PASS/FAIL/SKIP, with the reason
 # of a skip), one ok/FAIL line per package, the full output of every failing
@@ -70,6 +72,31 @@ fi
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   step "Cyrus and Courier for the interop tests (scripts/imapservers.sh install)"
   if scripts/imapservers.sh install; then echo "ok"; else echo "FAIL: scripts/imapservers.sh install"; imapservers_failed=1; fi
+fi
+
+# --- Ory Hydra, the OAuth provider of the sign-in tests ------------------------
+# scripts/hydra.sh builds it from tests/hydra once per machine (about 2 min
+# cold; nothing when the cached binary is current). It builds in the
+# background while npm ci, gofmt and vet run, for runs that include the
+# packages using it; go test waits for it. A failed build is reported, and
+# the tests that need Hydra then skip (fail when CI=true).
+hydra_pid=""
+hydra_wanted=1
+for a in "$@"; do
+  case "$a" in
+    .|./*|../*|/*|github.com/*|all) hydra_wanted=0 ;;
+  esac
+done
+for a in "$@"; do
+  case "$a" in
+    all|*...|./tests|./tests/*|./internal/hydra*) hydra_wanted=1 ;;
+  esac
+done
+if [ $hydra_wanted = 1 ]; then
+  hydra_log=$(mktemp "${TMPDIR:-/tmp}/mailbox-mcp-hydra.XXXXXX")
+  hydra_start=$(date +%s)
+  scripts/hydra.sh build >"$hydra_log" 2>&1 &
+  hydra_pid=$!
 fi
 
 # --- npm packages of the real-client tests (tests/clients) ------------------
@@ -166,6 +193,22 @@ fi
 # --- go vet -------------------------------------------------------------------
 step "go vet ${pkgs[*]}"
 if go vet "${pkgs[@]}"; then echo "ok"; else echo "FAIL: go vet"; failed_steps+=("go vet"); fi
+
+# --- Hydra's build (started above) ---------------------------------------------
+if [ -n "$hydra_pid" ]; then
+  step "Ory Hydra (scripts/hydra.sh build)"
+  if wait "$hydra_pid"; then
+    if grep -q 'built in' "$hydra_log"; then
+      echo "ok: $(grep 'built in' "$hydra_log") (ready $(( $(date +%s) - hydra_start ))s after the start of this run)"
+    else
+      echo "ok: cached, $(tail -n 1 "$hydra_log")"
+    fi
+  else
+    cat "$hydra_log"
+    echo "FAIL: scripts/hydra.sh build: the OAuth provider tests will skip (or fail if CI=true)"
+  fi
+  rm -f "$hydra_log"
+fi
 
 # --- go test ------------------------------------------------------------------
 step "go test ${test_flags[*]}${flags[*]:+ ${flags[*]}} ${pkgs[*]}"

@@ -42,6 +42,7 @@ func TestPackageBoundaries(t *testing.T) {
 		{"internal/guard", []string{imap, smtp, mcp, module + "/internal/mailbox", module + "/internal/tools"}, "the guard does no I/O"},
 		{"internal/httpapi", []string{imap, smtp, module + "/internal/mailbox", module + "/internal/submission"}, "the HTTP layer never touches mail"},
 		{"internal/mailstack", []string{mcp, module + "/"}, "the test mail stack knows nothing of MCP or the gateway"},
+		{"internal/hydra", []string{mcp, imap, smtp, module + "/"}, "the test OAuth provider (Ory Hydra) knows nothing of mail, MCP or the gateway"},
 		{"internal/mcpcall", []string{imap, smtp, module + "/"}, "the MCP call helpers know nothing of mail or the gateway"},
 		{"internal/oauth", []string{imap, smtp, mcp, module + "/internal/mailbox", module + "/internal/tools", module + "/internal/httpapi"}, "the authorization server checks logins through a Verifier; no IMAP, MCP or HTTP wiring"},
 		{"internal/metrics", []string{mcp, imap, smtp, module + "/internal/tools", module + "/internal/mailbox", module + "/internal/httpapi"}, "metrics knows nothing of MCP, mail protocols or the layers it observes"},

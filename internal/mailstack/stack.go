@@ -102,6 +102,16 @@ type Options struct {
 	// {"active":true,"username":USER} or 200 {"active":false}. Passwords
 	// keep working. Empty by default.
 	OAuthIntrospectionURL string
+	// OAuthUsernameAttribute is the field of the introspection answer that
+	// must equal the SASL user, lower-cased
+	// (MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE): "username" when empty; Ory
+	// Hydra answers it in "sub". Dovecot 2.3 sees only top-level fields.
+	OAuthUsernameAttribute string
+	// OAuthScope, when set, is the scope (or space-separated scopes) an
+	// access token must carry in the introspection answer's "scope", or
+	// Dovecot refuses it (MAILSTACK_OAUTH2_SCOPE), as real mail providers
+	// require their mail scope.
+	OAuthScope string
 }
 
 // The base ports of scripts/mailstack.sh (Dovecot's own submission server,
@@ -415,7 +425,8 @@ func (s *Stack) env() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "MAILSTACK_PORT_OFFSET", "MAILSTACK_USERS", "MAILSTACK_UID", "MAILSTACK_DOVECOT_SUBMISSION", "MAILSTACK_METADATA", "MAILSTACK_OAUTH2_URL":
+		case "PATH", "MAILSTACK_PORT_OFFSET", "MAILSTACK_USERS", "MAILSTACK_UID", "MAILSTACK_DOVECOT_SUBMISSION", "MAILSTACK_METADATA", "MAILSTACK_OAUTH2_URL",
+			"MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE", "MAILSTACK_OAUTH2_SCOPE":
 			continue
 		}
 		env = append(env, kv)
@@ -436,6 +447,8 @@ func (s *Stack) env() []string {
 		"MAILSTACK_DOVECOT_SUBMISSION=0",
 		"MAILSTACK_METADATA="+boolEnv(s.opts.Metadata),
 		"MAILSTACK_OAUTH2_URL="+s.opts.OAuthIntrospectionURL,
+		"MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE="+s.opts.OAuthUsernameAttribute,
+		"MAILSTACK_OAUTH2_SCOPE="+s.opts.OAuthScope,
 	)
 }
 
