@@ -20,8 +20,9 @@ import (
 //     runs, its background CPU is charged to its calls in proportion, and
 //     imap_list_folders ÷ floor moved between 1.4 and 2.9 across runs of
 //     the same code; back to back it stayed within 1.94–2.14;
-//   - gateway p50 ÷ direct p50 (the floor included), from the
-//     concurrency-1 cells: the latency it adds.
+//   - gateway p50 ÷ direct p50 of each tool, from the concurrency-1
+//     cells: the latency it adds (the floor's is too small a number to
+//     guard: see guardCompare).
 //
 // A figure fails when the smoke's exceeds the committed one by more than
 // guardSlack; being faster never fails.
@@ -235,7 +236,13 @@ func guardCompare(committed, smoke map[string]c1Figures, tools []string) ([]guar
 	if cf.cpu <= 0 || sf.cpu <= 0 {
 		return nil, fmt.Errorf("the floor's CPU per call back to back is %.2f ms committed, %.3f ms in the smoke: no ratio to compare", cf.cpu, sf.cpu)
 	}
-	rows := []guardRow{{toolFloor, figP50, cf.p50, sf.p50}}
+	// The floor's own p50 ratio is reported but not guarded: its direct
+	// side is a NOOP of 0.14-0.26 ms, and on the same machine the code
+	// before issue 29 measured 2.20-2.47 against a committed 1.45 while
+	// the code after it measured 2.10-2.50: noise of the denominator, not
+	// the gateway. The tools' p50 ratios (ms-scale on both sides) and CPU
+	// ratios stay guarded.
+	var rows []guardRow
 	var missing []string
 	for _, t := range tools {
 		if t == toolFloor || guardSkip[t] != "" {
