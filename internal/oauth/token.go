@@ -87,7 +87,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: credentials.NewGrantID(),
 		Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires}
-	err = s.ledger.exchange(g.ID, g.Expires, next.Family, credentials.Account(g.Creds.User), now.Add(s.cfg.RefreshTTL), now)
+	err = s.ledger.exchange(g.ID, g.Expires, next.Family, g.Creds.AccountKey(), now.Add(s.cfg.RefreshTTL), now)
 	if errors.Is(err, errCodeUsed) {
 		s.log.WarnContext(r.Context(), "authorization code replayed", "client_registered", strings.HasPrefix(g.ClientID, string(credentials.KindClient)))
 	}
@@ -147,7 +147,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.now()
-	err = s.ledger.refresh(next.Family, g.Gen, credentials.Account(g.Creds.User), now.Add(s.cfg.RefreshTTL), now)
+	err = s.ledger.refresh(next.Family, g.Gen, g.Creds.AccountKey(), now.Add(s.cfg.RefreshTTL), now)
 	if errors.Is(err, errReused) {
 		s.log.WarnContext(r.Context(), "refresh token reused: sign-in revoked")
 	}
