@@ -157,7 +157,7 @@ for a in "$@"; do
 done
 scoped=1
 if [ ${#pkgs[@]} -eq 0 ]; then pkgs=(./...); scoped=0; fi
-test_flags=(-count=1)
+test_flags=(-count=1 -timeout=30m)
 if [ "$(go env CGO_ENABLED)" = 1 ]; then
   test_flags+=(-race)
 else

@@ -154,6 +154,7 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	creds := credentials.New(user, pass)
 	creds.Scope = req.scope()
+	creds.Scope.NoSend = creds.Scope.NoSend || !s.canSend("")
 	if s.cfg.Hosts != nil && s.cfg.Hosts.Patterns() {
 		host := strings.ToLower(strings.TrimSpace(r.PostForm.Get("host")))
 		if host == "" {

@@ -218,11 +218,16 @@ func (s *Server) issue(w http.ResponseWriter, g credentials.Grant) {
 	if g.Creds.Scope.Level == 0 {
 		g.Creds.Scope.Level = s.cfg.Operator
 	}
-	g.Creds.Scope.NoSend = g.Creds.Scope.NoSend || !s.cfg.CanSend
+	g.Creds.Scope.NoSend = g.Creds.Scope.NoSend || !s.canSend(g.Provider)
 	expires := now.Add(s.cfg.AccessTTL)
-	if !g.ProviderExpires.IsZero() && g.ProviderExpires.Add(-providerSkew).Before(expires) {
-		// Our access token carries the provider's: it lasts no longer.
-		expires = g.ProviderExpires.Add(-providerSkew)
+	if !g.ProviderExpires.IsZero() {
+		// Our access token carries the provider's: it lasts no longer
+		// (a little less, so that the client refreshes before the mail
+		// server would refuse the provider's).
+		skew := min(providerSkew, g.ProviderExpires.Sub(now)/4)
+		if end := g.ProviderExpires.Add(-skew); end.Before(expires) {
+			expires = end
+		}
 	}
 	access, err := s.cfg.Sealer.SealGrant(credentials.KindAccess, credentials.Grant{
 		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: expires,
