@@ -48,6 +48,7 @@ func TestPackageBoundaries(t *testing.T) {
 		{"internal/metrics", []string{mcp, imap, smtp, module + "/internal/tools", module + "/internal/mailbox", module + "/internal/httpapi"}, "metrics knows nothing of MCP, mail protocols or the layers it observes"},
 		{"internal/agents", []string{mcp, imap, smtp, module + "/internal/tools", module + "/internal/httpapi"}, "agents compose mailbox operations; they know nothing of MCP, HTTP or the IMAP wire"},
 		{"internal/download", []string{mcp, imap, smtp, module + "/internal/tools"}, "downloads stream what the mailbox layer fetches; no MCP, no IMAP wire"},
+		{"internal/hosts", []string{mcp, imap, smtp, module + "/internal/mailbox", module + "/internal/tools", module + "/internal/oauth"}, "which mail hosts are served: config facts and DNS, no mail protocol"},
 		{"internal/providers", []string{mcp, imap, smtp, module + "/"}, "provider sign-in knows OpenID and OAuth, nothing of mail or the gateway"},
 		{"internal/approval", []string{mcp, imap, smtp, module + "/internal/tools", module + "/internal/mailbox", module + "/internal/outbox"}, "approval seals, guards and shows; what an approved call does is the tools' business"},
 		{"internal/egress", []string{mcp, imap, smtp, module + "/"}, "the outbound address check knows nothing of the gateway: any package that dials for a caller uses it"},

@@ -130,7 +130,7 @@ func (s *Service) Folder(ctx context.Context, creds credentials.Credentials, nam
 		return "", false, err
 	}
 	folder = s.FolderOf(ns, name)
-	k := folderKey{credentials.Account(creds.User), folder}
+	k := folderKey{creds.AccountKey(), folder}
 	now := time.Now()
 	if s.folders.fresh(k, now) {
 		return folder, false, nil

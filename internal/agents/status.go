@@ -90,7 +90,7 @@ func (s *Service) Touch(ctx context.Context, creds credentials.Credentials, agen
 		return
 	}
 	now := time.Now().UTC()
-	k := touchKey{credentials.Account(creds.User), agent}
+	k := touchKey{creds.AccountKey(), agent}
 	if s.touched.fresh(k, now) {
 		return
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/download"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/hosts"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/httpapi"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
@@ -82,7 +83,16 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg)
+	signIn := signInProviders(cfg)
+	mailHosts, err := servedHosts(cfg, tlsConf, signIn)
+	if err != nil {
+		return nil, err
+	}
 	mb := mailbox.New(mailbox.Config{
+		Route: func(host string) (transport.Endpoint, error) {
+			s, err := mailHosts.Lookup(host)
+			return s.IMAP, err
+		},
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
 		TLS: tlsConf, Timeout: cfg.IMAPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
 		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder, RecordsRoot: cfg.AgentsFolder, Observer: mailObserver(m),
@@ -99,17 +109,22 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
 		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, nil), ApprovalTTL: cfg.ApprovalTTL}
 	var sub *submission.Client
-	if cfg.SMTPEnabled() {
-		smtpTLS, err := cfg.TLSConfig(cfg.SMTPHost)
-		if err != nil {
-			mb.Close(context.Background())
-			return nil, err
-		}
-		sub = submission.New(submission.Config{
-			Host: cfg.SMTPHost, Port: cfg.SMTPPort, Security: transport.Security(cfg.SMTPMode()),
-			TLS: smtpTLS, Timeout: cfg.SMTPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
+	if cfg.SMTPEnabled() || providersSend(signIn) {
+		smtp := submission.Config{Timeout: cfg.SMTPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
 			Guard: limits, Observer: mailObserver(m),
-		}, log)
+			Route: func(host string) (transport.Endpoint, error) {
+				s, err := mailHosts.Lookup(host)
+				return s.SMTP, err
+			}}
+		if cfg.SMTPEnabled() {
+			smtpTLS, err := cfg.TLSConfig(cfg.SMTPHost)
+			if err != nil {
+				mb.Close(context.Background())
+				return nil, err
+			}
+			smtp.Host, smtp.Port, smtp.Security, smtp.TLS = cfg.SMTPHost, cfg.SMTPPort, transport.Security(cfg.SMTPMode()), smtpTLS
+		}
+		sub = submission.New(smtp, log)
 	}
 	if cfg.AgentsEnabled() {
 		deps.Agents = agents.New(agents.Config{Root: cfg.AgentsFolder}, mb)
@@ -158,13 +173,13 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		server.WithStreamableHTTPLogger(log.With("component", "mcp")),
 	)
 	// The gateway as its own OAuth authorization server (PUBLIC_URL, OAUTH=on).
-	var signIn httpapi.OAuth
+	var signInServer httpapi.OAuth
 	if cfg.OAuthEnabled() {
-		signIn = oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
+		signInServer = oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
 			Operator: cfg.Access(), AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, Logger: log,
 			Observe: m.OAuth, SMTP: smtpVerifier(sub), Guard: limits,
 			MaxGrants: cfg.OAuthMaxGrants, GrantsPerAccount: cfg.OAuthGrantsPerAccount,
-			Providers: signInProviders(cfg)})
+			Providers: signIn, Hosts: mailHosts})
 	}
 	handler := httpapi.New(httpapi.Options{
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,
@@ -174,7 +189,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		REST: mirror,
 		// Attachment download links (imap_get_attachment) and their base URL.
 		Attachments: download.New(sealer, mb, limits, log), PublicURL: cfg.PublicURL,
-		OAuth: signIn,
+		OAuth: signInServer, Hosts: mailHosts,
 		// The approval page is always there (a token may ask for approval
 		// when the operator does not); earlier-protocol clients get a
 		// session that says they can show forms only under APPROVAL.
@@ -212,6 +227,54 @@ func signInProviders(cfg *config.Config) []*providers.Provider {
 		}, client))
 	}
 	return out
+}
+
+// servedHosts are the mail hosts the gateway serves: IMAP_HOST (and
+// SMTP_HOST), each provider's, and MAIL_HOSTS.
+func servedHosts(cfg *config.Config, tlsConf *tls.Config, ps []*providers.Provider) (*hosts.Hosts, error) {
+	hc := hosts.Config{AllowPrivate: cfg.MailHostsPrivate, Named: map[string]hosts.Server{}}
+	hc.Default.IMAP = transport.Endpoint{Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()), TLS: tlsConf}
+	if cfg.SMTPEnabled() {
+		t, err := cfg.TLSConfig(cfg.SMTPHost)
+		if err != nil {
+			return nil, err
+		}
+		hc.Default.SMTP = transport.Endpoint{Host: cfg.SMTPHost, Port: cfg.SMTPPort, Security: transport.Security(cfg.SMTPMode()), TLS: t}
+	}
+	endpoint := func(e providers.Endpoint) (transport.Endpoint, error) {
+		if e.Host == "" {
+			return transport.Endpoint{}, nil
+		}
+		t, err := cfg.TLSConfig(e.Host)
+		return transport.Endpoint{Host: e.Host, Port: e.Port, Security: transport.Security(e.Security), TLS: t}, err
+	}
+	for _, p := range ps {
+		pc := p.Config()
+		imap, err := endpoint(pc.IMAP)
+		if err != nil {
+			return nil, err
+		}
+		smtp, err := endpoint(pc.SMTP)
+		if err != nil {
+			return nil, err
+		}
+		hc.Named[pc.IMAP.Host] = hosts.Server{IMAP: imap, SMTP: smtp}
+	}
+	for _, entry := range cfg.MailHosts {
+		name, port, _ := config.ParseMailHost(entry) // checked at load
+		hc.Patterns = append(hc.Patterns, hosts.Pattern{Name: name, Port: port})
+	}
+	return hosts.New(hc), nil
+}
+
+// providersSend reports whether any provider's mailboxes can send.
+func providersSend(ps []*providers.Provider) bool {
+	for _, p := range ps {
+		if p.Config().SMTP.Host != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // providerName makes OIDC_NAME an identifier for URLs and sealed grants.

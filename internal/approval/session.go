@@ -64,11 +64,11 @@ func (a *Approvals) OpenSession(id, account string) bool {
 // not open.
 func (a *Approvals) Account(ctx context.Context) string {
 	if c, ok := credentials.FromContext(ctx); ok {
-		return credentials.Account(c.User)
+		return c.AccountKey()
 	}
 	if tok, ok := credentials.TokenFromContext(ctx); ok {
 		if c, err := a.sealer.Open(tok); err == nil {
-			return credentials.Account(c.User)
+			return c.AccountKey()
 		}
 	}
 	return ""

@@ -107,7 +107,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.SetUser(l.Creds.User)
-	if err := h.guard.AllowCall(l.Creds.User); err != nil {
+	if err := h.guard.AllowCall(l.Creds.AccountKey()); err != nil {
 		rec.SetOutcome(mailerr.KindOf(err).String())
 		w.Header().Set("Retry-After", "10")
 		refuse(w, http.StatusTooManyRequests, "too many requests for this mailbox; retry shortly")

@@ -118,8 +118,9 @@ func New(cfg Config) *Guard {
 	}
 }
 
-// AllowCall takes one token from the bucket of user's account, or returns a
-// RateLimited error saying when to retry.
+// AllowCall takes one token from the bucket of an account (a user name,
+// or credentials' AccountKey: host and name), or returns a RateLimited
+// error saying when to retry.
 func (g *Guard) AllowCall(user string) error {
 	if g == nil || g.cfg.RatePerMinute <= 0 {
 		return nil
@@ -226,7 +227,7 @@ func (g *Guard) BeginLogin(ctx context.Context, creds credentials.Credentials) (
 		return nil, nil
 	}
 	now := g.now()
-	l := &Login{g: g, account: credentials.Account(creds.User), addr: ClientAddr(ctx), proof: proofKey(creds)}
+	l := &Login{g: g, account: creds.AccountKey(), addr: ClientAddr(ctx), proof: proofKey(creds)}
 	l.pair = l.account + "\x00" + l.addr
 	if _, ok := g.proofs.peek(l.proof, now); ok {
 		l.proven = true

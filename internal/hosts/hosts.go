@@ -122,6 +122,9 @@ func (p Pattern) matches(name string) bool {
 	return name == p.Name
 }
 
+// Patterns reports whether MAIL_HOSTS lets people name other hosts.
+func (h *Hosts) Patterns() bool { return len(h.cfg.Patterns) > 0 }
+
 // allowed says in words which hosts are served.
 func (h *Hosts) allowed() string {
 	names := []string{h.cfg.Default.IMAP.Host}

@@ -22,6 +22,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/download"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
 )
 
@@ -31,6 +32,8 @@ const (
 	HeaderUser  = "X-Imap-User"
 	HeaderPass  = "X-Imap-Pass"
 	HeaderToken = "X-Mailbox-Token"
+	// HeaderHost names the mail host of x-imap-user (MAIL_HOSTS).
+	HeaderHost = "X-Imap-Host"
 )
 
 // Options configure the HTTP surface.
@@ -79,6 +82,15 @@ type Options struct {
 	// client-address checks (the link carries its own credentials).
 	Approvals *approval.Approvals
 	Approval  http.Handler
+	// Hosts, when set, lets a request name its mail host (x-imap-host),
+	// checked before anything is dialled.
+	Hosts Hosts
+}
+
+// Hosts is what the HTTP layer asks of the served mail hosts.
+type Hosts interface {
+	// Check says whether host may be used; its errors are mailerr errors.
+	Check(ctx context.Context, host string) error
 }
 
 // New returns the gateway's HTTP handler, with mcp (mcp-go's streamable
@@ -95,9 +107,9 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	api := http.NewServeMux()
 	base := func(next http.Handler) http.Handler { return withBase(opts.PublicURL, opts.TrustedProxies, next) }
-	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, false, withCredentials(withAgent(false, withElicitSession(opts.Approvals, mcp))))))))
+	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, false, withCredentials(opts.Hosts, withAgent(false, withElicitSession(opts.Approvals, mcp))))))))
 	if opts.REST != nil {
-		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, true, withCredentials(withAgent(true, opts.REST))))))
+		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, true, withCredentials(opts.Hosts, withAgent(true, opts.REST))))))
 	}
 	if opts.Attachments != nil {
 		api.Handle(download.Prefix, clientAddr(opts.TrustedProxies, opts.Attachments))
@@ -167,12 +179,34 @@ func mcpOnly(next http.Handler) http.Handler {
 // x-mailbox-token (left unopened: the tool layer opens it, so that a bad
 // token is a tool error). Half a pair, both kinds at once, or a NUL byte
 // is refused: each is always a client mistake, or an attack.
-func withCredentials(next http.Handler) http.Handler {
+func withCredentials(mailHosts Hosts, next http.Handler) http.Handler {
 	// An OAuth access token for the mail server itself (Gmail, Microsoft
 	// 365), sent with x-imap-user instead of x-imap-pass.
 	const headerOAuthToken = "X-Imap-Oauth-Token"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass := strings.TrimSpace(r.Header.Get(HeaderUser)), r.Header.Get(HeaderPass)
+		host := strings.ToLower(strings.TrimSpace(r.Header.Get(HeaderHost)))
+		if host != "" {
+			// The host a login is for: allowed, and resolving to a
+			// public address unless the operator allows otherwise,
+			// before anything is dialled.
+			switch {
+			case user == "":
+				httpError(w, http.StatusBadRequest, "x-imap-host goes with x-imap-user and x-imap-pass (or x-imap-oauth-token); a token or a sign-in carries its own host")
+				return
+			case mailHosts == nil:
+				httpError(w, http.StatusForbidden, "this gateway serves one mail host: drop x-imap-host")
+				return
+			}
+			if err := mailHosts.Check(r.Context(), host); err != nil {
+				status := http.StatusForbidden
+				if mailerr.KindOf(err) == mailerr.Unavailable {
+					status = http.StatusBadGateway
+				}
+				httpError(w, status, mailerr.Message(err))
+				return
+			}
+		}
 		token := strings.TrimSpace(r.Header.Get(HeaderToken))
 		oauth := strings.TrimSpace(r.Header.Get(headerOAuthToken))
 		if strings.ContainsRune(user, 0) || strings.ContainsRune(pass, 0) || strings.ContainsRune(token, 0) {
@@ -191,7 +225,9 @@ func withCredentials(next http.Handler) http.Handler {
 			httpError(w, http.StatusBadRequest, "x-imap-oauth-token is not an OAuth access token: it must be printable ASCII without spaces (send the token itself, without \"Bearer \")")
 			return
 		case oauth != "":
-			ctx = credentials.NewContext(ctx, credentials.NewOAuth(user, oauth))
+			c := credentials.NewOAuth(user, oauth)
+			c.Host = host
+			ctx = credentials.NewContext(ctx, c)
 			reqlog.FromContext(ctx).SetUser(user)
 		case token != "" && (user != "" || pass != ""):
 			httpError(w, http.StatusBadRequest, "send either x-mailbox-token or x-imap-user and x-imap-pass, not both")
@@ -203,7 +239,9 @@ func withCredentials(next http.Handler) http.Handler {
 			httpError(w, http.StatusBadRequest, "send both x-imap-user and x-imap-pass, or neither")
 			return
 		default:
-			ctx = credentials.NewContext(ctx, credentials.New(user, pass))
+			c := credentials.New(user, pass)
+			c.Host = host
+			ctx = credentials.NewContext(ctx, c)
 			reqlog.FromContext(ctx).SetUser(user)
 		}
 		next.ServeHTTP(w, r.WithContext(ctx))

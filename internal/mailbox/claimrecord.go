@@ -286,8 +286,8 @@ func (s *Server) storeFlags() flagsInStore { return flagsInStore(s.flagsMode.Loa
 // learnStoreFlags learns from a claim's answer that the server reports its
 // own change without FLAGS (a FETCH without FLAGS can only be its own), if
 // its name did not say so already.
-func (c *Client) learnStoreFlags(a storeAnswer) {
-	s := c.srv.Load()
+func (c *Client) learnStoreFlags(conn *Conn, a storeAnswer) {
+	s := conn.host.server()
 	if s == nil || s.storeFlags() != flagsUnknown {
 		return
 	}

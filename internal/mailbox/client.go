@@ -9,6 +9,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,8 +24,10 @@ type Client struct {
 	cfg  Config
 	pool *pool.Pool[*Conn]
 	log  *slog.Logger
-	// srv is what is known about the mail server (server.go), once learned.
-	srv atomic.Pointer[Server]
+	// def is the configured host; hosts are the others reached so far
+	// (Config.Route), by name.
+	def   *hostState
+	hosts sync.Map // lower-case host name -> *hostState
 	// recordsPruned is when old claim records were last removed (UnixNano).
 	recordsPruned atomic.Int64
 }
@@ -34,7 +38,7 @@ func New(cfg Config, pc pool.Config, log *slog.Logger) *Client {
 		cfg.Timeout = 30 * time.Second
 	}
 	log = log.With("component", "mailbox")
-	c := &Client{cfg: cfg, log: log}
+	c := &Client{cfg: cfg, log: log, def: &hostState{}}
 	c.pool = pool.New(pc, c.check, log,
 		pool.WithGracefulClose(func(ctx context.Context, conn *Conn) { conn.Logout(ctx) }),
 		pool.WithRefused[*Conn](refusedLogin))
@@ -93,15 +97,20 @@ func (c *Client) doIn(ctx context.Context, creds credentials.Credentials, folder
 func (c *Client) run(ctx context.Context, creds credentials.Credentials, folder, step string, readOnly bool, op func(context.Context, *Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	// Connections are reused only for exactly these credentials, and
-	// counted against MaxPerGroup per account, however the name is spelt.
-	key := pool.Key{Group: credentials.Account(creds.User), Conn: creds.Key(c.cfg.Host)}
+	cfg, err := c.hostConfig(creds)
+	if err != nil {
+		return err
+	}
+	// Connections are reused only for exactly these credentials at this
+	// host, and counted against MaxPerGroup per account (host and name,
+	// however the name is spelt).
+	key := pool.Key{Group: creds.AccountKey(), Conn: creds.Key(cfg.endpoint().Addr())}
 	// The pool may call this later to renew an idle connection (its
 	// Revalidate), with a context of its own: it carries its own timeout.
 	login := func(ctx context.Context) (*Conn, error) {
 		ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
-		return dial(ctx, c.cfg, creds, folder, step)
+		return dial(ctx, cfg, creds, folder, step)
 	}
 	for attempt := 0; ; attempt++ {
 		lease, err := c.pool.Get(ctx, key, login)
@@ -113,7 +122,7 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, folder,
 			lease.Discard()
 			continue
 		}
-		conn.srv = c.srv.Load()
+		conn.srv = conn.host.server()
 		err = bridge(ctx, conn, step, func() error { return op(ctx, conn) })
 		if err == nil || keepsConnection(err) {
 			lease.Release()
@@ -162,4 +171,40 @@ func brokenConnection(err error) bool {
 		return true
 	}
 	return false
+}
+
+// hostState is what the gateway has learned about one mail host
+// (server.go), once it has.
+type hostState struct {
+	srv atomic.Pointer[Server]
+}
+
+// server is what is known, nil before it is learned (or for no host).
+func (h *hostState) server() *Server {
+	if h == nil {
+		return nil
+	}
+	return h.srv.Load()
+}
+
+// hostConfig is the Config for creds' connections: the configured host, or
+// the one Route names for creds.Host, with the state learned about it.
+func (c *Client) hostConfig(creds credentials.Credentials) (Config, error) {
+	cfg := c.cfg
+	name := strings.ToLower(strings.TrimSpace(creds.Host))
+	if name == "" || name == strings.ToLower(c.cfg.Host) {
+		cfg.state = c.def
+		return cfg, nil
+	}
+	if c.cfg.Route == nil {
+		return cfg, mailerr.Newf(mailerr.Forbidden, "this gateway serves only the mail host %s", c.cfg.Host)
+	}
+	ep, err := c.cfg.Route(name)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Host, cfg.Port, cfg.Security, cfg.TLS, cfg.publicOnly = ep.Host, ep.Port, ep.Security, ep.TLS, ep.PublicOnly
+	st, _ := c.hosts.LoadOrStore(name, &hostState{})
+	cfg.state = st.(*hostState)
+	return cfg, nil
 }

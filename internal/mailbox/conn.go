@@ -45,10 +45,20 @@ type Config struct {
 	RecordsRoot string
 	// Observer, when set, is told how dials and logins end (metrics).
 	Observer transport.Observer
+	// Route, when set, says where a credential's mail host is (its Host,
+	// when not ""): the hosts of sign-in providers and those MAIL_HOSTS
+	// allows. Its errors are mailerr errors. Without it only the host
+	// above is served.
+	Route func(host string) (transport.Endpoint, error)
+
+	// For one host's connections (Client.hostConfig): dial only public
+	// addresses, and the state of what is learned about the host.
+	publicOnly bool
+	state      *hostState
 }
 
 func (c Config) endpoint() transport.Endpoint {
-	return transport.Endpoint{Host: c.Host, Port: c.Port, Security: c.Security, TLS: c.TLS, ALPN: "imap", Observer: c.Observer}
+	return transport.Endpoint{Host: c.Host, Port: c.Port, Security: c.Security, TLS: c.TLS, ALPN: "imap", Observer: c.Observer, PublicOnly: c.publicOnly}
 }
 
 // Steps of a connection's life that a timeout can name; connecting and
@@ -73,7 +83,18 @@ type Conn struct {
 	uidValidity uint32
 	role        string  // special-use role of the selected mailbox (folders.go), "" if none
 	srv         *Server // what is known about the server (server.go), nil until learned
+	host        *hostState
 	closeOnce   sync.Once
+}
+
+// place is name as a folder of the server conn talks to, with what is
+// known about it (as it is when nothing is: the operations that call it
+// have learned the server first).
+func (conn *Conn) place(name string) string {
+	if s := conn.host.server(); s != nil {
+		return s.Namespace.Place(name)
+	}
+	return normFolder(name)
 }
 
 // Close closes the network connection at once (no LOGOUT).
@@ -177,6 +198,9 @@ func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials
 	step := ep.ConnectStep()
 	stop := context.AfterFunc(ctx, func() { netConn.Close() })
 	conn, ex, err := greetAndLogin(ctx, ep, netConn, opts, creds, folder, &step)
+	if conn != nil {
+		conn.host = cfg.state
+	}
 	if !stop() {
 		if conn != nil {
 			conn.Close()

@@ -198,8 +198,12 @@ type claimSpec struct {
 // its own, then reads what it claimed there.
 func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
 	tap := &modifiedTap{}
+	cfg, err := c.hostConfig(creds)
+	if err != nil {
+		return nil, err
+	}
 	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	conn, err := dialOwn(dctx, c.cfg, creds, func(o *imapclient.Options) { o.DebugWriter = tap })
+	conn, err := dialOwn(dctx, cfg, creds, func(o *imapclient.Options) { o.DebugWriter = tap })
 	cancel()
 	if err != nil {
 		return nil, err
@@ -274,7 +278,7 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 			if !ans.answered {
 				return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
 			}
-			c.learnStoreFlags(ans)
+			c.learnStoreFlags(conn, ans)
 			won, unsure, exact := ans.won(uids, prior, sp.srv.storeFlags())
 			out.ExactlyOnce = out.ExactlyOnce && exact
 			for _, u := range unsure {

@@ -57,7 +57,7 @@ func (c *Client) SaveDraft(ctx context.Context, creds credentials.Credentials, o
 	var out *SavedDraft
 	err := c.do(ctx, creds, "saving the draft", false, func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
-		folder, err := c.draftsFolder(cl)
+		folder, err := c.draftsFolder(conn)
 		if err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (c *Client) LoadDraft(ctx context.Context, creds credentials.Credentials, u
 	var out *LoadedDraft
 	err := c.do(ctx, creds, "reading the draft", true, func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
-		folder, err := c.draftsFolder(cl)
+		folder, err := c.draftsFolder(conn)
 		if err != nil {
 			return err
 		}
@@ -180,16 +180,17 @@ func (c *Client) DeleteDraft(ctx context.Context, creds credentials.Credentials,
 
 // draftsFolder is the configured Drafts folder, else the one the server
 // marks \Drafts, else one with a usual name.
-func (c *Client) draftsFolder(cl *imapclient.Client) (string, error) {
+func (c *Client) draftsFolder(conn *Conn) (string, error) {
+	cl := conn.client()
 	if c.cfg.DraftsFolder != "" {
-		return c.placeKnown(c.cfg.DraftsFolder), nil
+		return conn.place(c.cfg.DraftsFolder), nil
 	}
 	name, err := findSpecial(cl, imap.MailboxAttrDrafts, draftsNames)
 	if err != nil {
 		return "", err
 	}
 	if name == "" {
-		return c.createSpecial(cl, imap.MailboxAttrDrafts, "Drafts")
+		return c.createSpecial(conn, imap.MailboxAttrDrafts, "Drafts")
 	}
 	return name, nil
 }

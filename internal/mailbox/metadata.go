@@ -88,7 +88,7 @@ func (c *Client) SetMetadata(ctx context.Context, creds credentials.Credentials,
 			if errors.As(err, &ie) && ie.Type == imap.StatusResponseTypeNo && ie.Code == "" && vendorEntries(entries) {
 				// Refused by name, as Cyrus does every vendor entry: the
 				// server keeps no such entries, from now on.
-				if s := c.srv.Load(); s != nil && !s.vendorMetadataRefused.Swap(true) {
+				if s := conn.host.server(); s != nil && !s.vendorMetadataRefused.Swap(true) {
 					c.log.Info("the mail server refused a METADATA entry under /private/vendor/; agent state and status use messages in the state folder instead", "said", ie.Text)
 				}
 				return ErrNoMetadata

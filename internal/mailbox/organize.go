@@ -194,7 +194,7 @@ func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folde
 			}
 			return nil
 		}
-		trash, err := c.trashFolder(conn.client())
+		trash, err := c.trashFolder(conn)
 		if err != nil {
 			return err
 		}
@@ -213,9 +213,10 @@ func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folde
 
 // trashFolder names the Trash folder: the configured one (which must
 // exist), else the one found.
-func (c *Client) trashFolder(cl *imapclient.Client) (string, error) {
+func (c *Client) trashFolder(conn *Conn) (string, error) {
+	cl := conn.client()
 	if name := c.cfg.TrashFolder; name != "" {
-		name = c.placeKnown(name)
+		name = conn.place(name)
 		if err := destinationExists(cl, name); err != nil {
 			return "", mailerr.Newf(mailerr.NotFound, "the Trash folder %s (TRASH_FOLDER) does not exist; nothing was changed", quote(name))
 		}
@@ -228,7 +229,7 @@ func (c *Client) trashFolder(cl *imapclient.Client) (string, error) {
 	if name == "" {
 		// A new mailbox (Cyrus and Courier start with INBOX alone): make
 		// one, as a mail app would.
-		return c.createSpecial(cl, imap.MailboxAttrTrash, "Trash")
+		return c.createSpecial(conn, imap.MailboxAttrTrash, "Trash")
 	}
 	return name, nil
 }

@@ -178,7 +178,7 @@ func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, fo
 	}
 	var out *SentCopy
 	err := c.do(ctx, creds, "saving the copy in the Sent folder", false, func(ctx context.Context, conn *Conn) error {
-		name, err := c.sentFolderName(conn.client(), folder, true)
+		name, err := c.sentFolderName(conn, folder, true)
 		if err != nil {
 			return err
 		}

@@ -74,7 +74,7 @@ type Claim struct {
 func (c *Client) FindSent(ctx context.Context, creds credentials.Credentials, folder, id string) (*SentRecord, error) {
 	var out *SentRecord
 	err := c.do(ctx, creds, "looking for the message in the Sent folder", true, func(ctx context.Context, conn *Conn) error {
-		name, err := c.sentFolderName(conn.client(), folder, false)
+		name, err := c.sentFolderName(conn, folder, false)
 		if err != nil {
 			return err
 		}
@@ -105,7 +105,7 @@ func (c *Client) ClaimSent(ctx context.Context, creds credentials.Credentials, f
 		if !cl.Caps().Has(imap.CapUIDPlus) {
 			return mailerr.New(mailerr.Permanent, "the mail server lacks UIDPLUS, which sending at most once per key needs (to tell this attempt's Sent copy apart); nothing was sent")
 		}
-		name, err := c.sentFolderName(cl, folder, true)
+		name, err := c.sentFolderName(conn, folder, true)
 		if err != nil {
 			return err
 		}
@@ -199,12 +199,13 @@ func (c *Client) onSentCopy(ctx context.Context, creds credentials.Credentials, 
 }
 
 // sentFolderName is the configured Sent folder, else the one found.
-func (c *Client) sentFolderName(cl *imapclient.Client, folder string, create bool) (string, error) {
+func (c *Client) sentFolderName(conn *Conn, folder string, create bool) (string, error) {
+	cl := conn.client()
 	if strings.EqualFold(folder, NoSentFolder) {
 		return "", mailerr.New(mailerr.BadInput, "saving a copy of sent mail is turned off (SENT_FOLDER=none)")
 	}
 	if folder != "" {
-		return c.placeKnown(folder), nil
+		return conn.place(folder), nil
 	}
 	name, err := findSent(cl)
 	if err != nil {
@@ -213,7 +214,7 @@ func (c *Client) sentFolderName(cl *imapclient.Client, folder string, create boo
 	if name == "" && create {
 		// A new mailbox (Cyrus and Courier start with INBOX alone): make
 		// one, as a mail app does on its first send.
-		return c.createSpecial(cl, imap.MailboxAttrSent, "Sent")
+		return c.createSpecial(conn, imap.MailboxAttrSent, "Sent")
 	}
 	if name == "" {
 		return "", mailerr.New(mailerr.NotFound, "the mailbox has no Sent folder (none marked \\Sent and none with a usual name); the operator can name one with SENT_FOLDER")

@@ -175,8 +175,10 @@ var wellKnownRoles = []struct {
 // with this user's login the first time (NAMESPACE, the delimiter, the
 // capabilities, and whether vendor METADATA entries are refused).
 func (c *Client) Server(ctx context.Context, creds credentials.Credentials) (*Server, error) {
-	if s := c.srv.Load(); s != nil {
-		return s, nil
+	if cfg, err := c.hostConfig(creds); err == nil {
+		if s := cfg.state.server(); s != nil {
+			return s, nil
+		}
 	}
 	var s *Server
 	err := c.do(ctx, creds, "asking the server's namespace", true, func(ctx context.Context, conn *Conn) error {
@@ -214,18 +216,9 @@ func (c *Client) folderArg(ctx context.Context, creds credentials.Credentials, n
 	return c.Place(ctx, creds, name)
 }
 
-// placeKnown is Place with what is known already (name as it is when
-// nothing is: the operations that call it have learned the server first).
-func (c *Client) placeKnown(name string) string {
-	if s := c.srv.Load(); s != nil {
-		return s.Namespace.Place(name)
-	}
-	return normFolder(name)
-}
-
-// learn learns the server on conn, once per Client.
+// learn learns the server on conn, once per host.
 func (c *Client) learn(conn *Conn) (*Server, error) {
-	if s := c.srv.Load(); s != nil {
+	if s := conn.host.server(); s != nil {
 		return s, nil
 	}
 	cl := conn.client()
@@ -276,8 +269,11 @@ func (c *Client) learn(conn *Conn) (*Server, error) {
 			return nil, imapError(err, "")
 		}
 	}
-	c.srv.CompareAndSwap(nil, s)
-	return c.srv.Load(), nil
+	if conn.host == nil { // a connection of its own, made without a host (tests)
+		return s, nil
+	}
+	conn.host.srv.CompareAndSwap(nil, s)
+	return conn.host.srv.Load(), nil
 }
 
 // probeEntry is the METADATA entry learn removes to see whether vendor
@@ -295,8 +291,8 @@ func (c *Client) metadataUsable(conn *Conn) (bool, error) {
 }
 
 // noteLazyIdle records that the server's IDLE missed new mail.
-func (c *Client) noteLazyIdle() {
-	if s := c.srv.Load(); s != nil && !s.lazyIdle.Swap(true) {
+func (c *Client) noteLazyIdle(conn *Conn) {
+	if s := conn.host.server(); s != nil && !s.lazyIdle.Swap(true) {
 		c.log.Info("the mail server's IDLE did not announce new mail that a re-check found; waits on it wake by their re-check (WAIT_RECHECK)")
 	}
 }

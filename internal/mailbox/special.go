@@ -113,8 +113,9 @@ func selectable(d *imap.ListData) bool {
 // namespace) for a mailbox that has none, marked attr where the server
 // takes CREATE ... USE (RFC 6154), and subscribes to it. One created by
 // someone else meanwhile is used.
-func (c *Client) createSpecial(cl *imapclient.Client, attr imap.MailboxAttr, name string) (string, error) {
-	name = c.placeKnown(name)
+func (c *Client) createSpecial(conn *Conn, attr imap.MailboxAttr, name string) (string, error) {
+	cl := conn.client()
+	name = conn.place(name)
 	var opts *imap.CreateOptions
 	if cl.Caps().Has(imap.CapCreateSpecialUse) {
 		opts = &imap.CreateOptions{SpecialUse: []imap.MailboxAttr{attr}}

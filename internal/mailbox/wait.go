@@ -236,7 +236,7 @@ func (c *Client) Wait(ctx context.Context, creds credentials.Credentials, o Wait
 		return nil, err
 	}
 	ws := c.waits()
-	release, err := ws.acquire(credentials.Account(creds.User))
+	release, err := ws.acquire(creds.AccountKey())
 	if err != nil {
 		return nil, err
 	}
@@ -371,8 +371,12 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 			}
 		}
 	}}
+	cfg, err := c.hostConfig(creds)
+	if err != nil {
+		return nil, err
+	}
 	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	conn, err := dialOwn(dctx, c.cfg, creds, func(o *imapclient.Options) { o.UnilateralDataHandler = handler })
+	conn, err := dialOwn(dctx, cfg, creds, func(o *imapclient.Options) { o.UnilateralDataHandler = handler })
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
@@ -417,7 +421,7 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 			}
 			if res != nil {
 				if w.rechecking {
-					c.noteLazyIdle()
+					c.noteLazyIdle(conn)
 				}
 				w.goodbye(ctx, conn)
 				return res, nil

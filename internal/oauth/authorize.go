@@ -154,6 +154,20 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	creds := credentials.New(user, pass)
 	creds.Scope = req.scope()
+	creds.Scope.NoSend = creds.Scope.NoSend || !s.canSend("")
+	if s.cfg.Hosts != nil && s.cfg.Hosts.Patterns() {
+		host := strings.ToLower(strings.TrimSpace(r.PostForm.Get("host")))
+		if host == "" {
+			host = s.cfg.Hosts.Suggest(r.Context(), user)
+		}
+		if host != "" {
+			if err := s.cfg.Hosts.Check(r.Context(), host); err != nil {
+				s.signInPage(w, http.StatusOK, req, form, user, capitalize(mailerr.Message(err))+".")
+				return
+			}
+		}
+		creds.Host = host
+	}
 	if msg := s.checkLogin(r, creds); msg != "" {
 		s.signInPage(w, http.StatusOK, req, form, user, msg)
 		return
@@ -305,4 +319,11 @@ func pkceValue(v string) bool {
 		}
 	}
 	return true
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

@@ -74,6 +74,19 @@ type Config struct {
 	// Providers are offered on the sign-in page ("Continue with ..."),
 	// in this order.
 	Providers []*providers.Provider
+	// Hosts, when set, lets a password sign-in name its mail host (the
+	// page's host field), or have one suggested from the address.
+	Hosts Hosts
+}
+
+// Hosts is what the sign-in page asks of the served mail hosts.
+type Hosts interface {
+	// Check says whether host may be used (mailerr errors).
+	Check(ctx context.Context, host string) error
+	// Suggest names the host for a mail address, "" when none.
+	Suggest(ctx context.Context, address string) string
+	// Patterns says whether hosts other than the default may be named.
+	Patterns() bool
 }
 
 // Defaults of Config's bounds.

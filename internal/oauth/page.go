@@ -43,6 +43,9 @@ button{font-size:1rem;padding:.5rem 1.25rem}
 <p class="hint">Or with a mail password:</p>{{end}}
 <label for="username">Mail address</label>
 <input type="email" id="username" name="username" autocomplete="username" required value="{{.User}}"{{if .Error}} aria-describedby="error"{{end}}>
+{{if .HostField}}<label for="host">Mail server (optional)</label>
+<input type="text" id="host" name="host" autocomplete="off" value="{{.Host}}" aria-describedby="host-hint">
+<p class="hint" id="host-hint">Leave it empty for {{.DefaultHost}}, or if your address's domain names its server.</p>{{end}}
 <label for="password">Password</label>
 <input type="password" id="password" name="password" autocomplete="current-password" required aria-describedby="password-hint">
 <p class="hint" id="password-hint">Your mail password, or an app password if your provider uses them. It is checked with your mail server and sealed into the app's token; this server stores nothing.</p>
@@ -61,6 +64,8 @@ type pageData struct {
 	Abilities                []string
 	Form, User, Error, Fatal string
 	Providers                []providerButton
+	HostField                bool
+	Host, DefaultHost        string
 }
 
 type providerButton struct{ Name, Display string }
@@ -76,6 +81,9 @@ func (s *Server) signInPage(w http.ResponseWriter, status int, q request, form, 
 	d := pageData{ClientName: q.ClientName, RedirectHost: host, Abilities: describe(q.scope()), Form: form, User: user, Error: errMsg}
 	for _, p := range s.cfg.Providers {
 		d.Providers = append(d.Providers, providerButton{Name: p.Config().Name, Display: p.Config().DisplayName})
+	}
+	if s.cfg.Hosts != nil && s.cfg.Hosts.Patterns() {
+		d.HostField, d.DefaultHost = true, "this gateway's own mail server"
 	}
 	s.page(w, status, d)
 }

@@ -55,6 +55,29 @@ func (s *Server) provider(name string) *providers.Provider {
 	return nil
 }
 
+// canSend says whether a login of provider ("" for a password) can send:
+// SMTP_HOST for the gateway's own host, the provider's SMTP host for its.
+func (s *Server) canSend(provider string) bool {
+	if provider == "" {
+		return s.cfg.CanSend
+	}
+	p := s.provider(provider)
+	return p != nil && p.Config().SMTP.Host != ""
+}
+
+// anyCanSend says whether some way of signing in here can send.
+func (s *Server) anyCanSend() bool {
+	if s.cfg.CanSend {
+		return true
+	}
+	for _, p := range s.cfg.Providers {
+		if p.Config().SMTP.Host != "" {
+			return true
+		}
+	}
+	return false
+}
+
 func (s *Server) callbackURL() string { return s.issuer + CallbackPath }
 
 // startProvider sends the person to provider p for the pending request.
@@ -143,6 +166,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	creds := credentials.NewOAuth(toks.Email, toks.Access)
 	creds.Host = p.Config().IMAP.Host
 	creds.Scope = req.scope()
+	creds.Scope.NoSend = creds.Scope.NoSend || !s.canSend(st.Provider)
 	if toks.Refresh == "" {
 		// The sign-in then lasts as long as the provider's access token
 		// (Google gives a refresh token only with access_type=offline).

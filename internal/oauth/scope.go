@@ -48,7 +48,7 @@ func (s *Server) parseScope(param string) (access.Scope, bool) {
 	if s.cfg.Operator != 0 && level > s.cfg.Operator {
 		level = s.cfg.Operator
 	}
-	return access.Scope{Level: level, NoSend: !send || !s.cfg.CanSend}, true
+	return access.Scope{Level: level, NoSend: !send || !s.anyCanSend()}, true
 }
 
 // scopeString is the granted scope as the token response names it.

@@ -87,7 +87,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: credentials.NewGrantID(),
 		Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires}
-	err = s.ledger.exchange(g.ID, g.Expires, next.Family, credentials.Account(g.Creds.User), now.Add(s.cfg.RefreshTTL), now)
+	err = s.ledger.exchange(g.ID, g.Expires, next.Family, g.Creds.AccountKey(), now.Add(s.cfg.RefreshTTL), now)
 	if errors.Is(err, errCodeUsed) {
 		s.log.WarnContext(r.Context(), "authorization code replayed", "client_registered", strings.HasPrefix(g.ClientID, string(credentials.KindClient)))
 	}
@@ -147,7 +147,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.now()
-	err = s.ledger.refresh(next.Family, g.Gen, credentials.Account(g.Creds.User), now.Add(s.cfg.RefreshTTL), now)
+	err = s.ledger.refresh(next.Family, g.Gen, g.Creds.AccountKey(), now.Add(s.cfg.RefreshTTL), now)
 	if errors.Is(err, errReused) {
 		s.log.WarnContext(r.Context(), "refresh token reused: sign-in revoked")
 	}
@@ -218,11 +218,16 @@ func (s *Server) issue(w http.ResponseWriter, g credentials.Grant) {
 	if g.Creds.Scope.Level == 0 {
 		g.Creds.Scope.Level = s.cfg.Operator
 	}
-	g.Creds.Scope.NoSend = g.Creds.Scope.NoSend || !s.cfg.CanSend
+	g.Creds.Scope.NoSend = g.Creds.Scope.NoSend || !s.canSend(g.Provider)
 	expires := now.Add(s.cfg.AccessTTL)
-	if !g.ProviderExpires.IsZero() && g.ProviderExpires.Add(-providerSkew).Before(expires) {
-		// Our access token carries the provider's: it lasts no longer.
-		expires = g.ProviderExpires.Add(-providerSkew)
+	if !g.ProviderExpires.IsZero() {
+		// Our access token carries the provider's: it lasts no longer
+		// (a little less, so that the client refreshes before the mail
+		// server would refuse the provider's).
+		skew := min(providerSkew, g.ProviderExpires.Sub(now)/4)
+		if end := g.ProviderExpires.Add(-skew); end.Before(expires) {
+			expires = end
+		}
 	}
 	access, err := s.cfg.Sealer.SealGrant(credentials.KindAccess, credentials.Grant{
 		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: expires,

@@ -73,7 +73,7 @@ func (o *Outbox) idempotentID(creds credentials.Credentials, key string) (string
 	}
 	k := hmac.New(sha256.New, o.cfg.IdempotencySecret)
 	k.Write([]byte(idempotencyLabel))
-	account := credentials.Account(creds.User)
+	account := creds.AccountKey()
 	m := hmac.New(sha256.New, k.Sum(nil))
 	m.Write([]byte(account))
 	m.Write([]byte{0})

@@ -57,11 +57,38 @@ type Config struct {
 	Guard *guard.Guard
 	// Observer, when set, is told how dials and logins end (metrics).
 	Observer transport.Observer
+	// Route, when set, says where the submission server of a credential's
+	// mail host is (its Host, when not ""); an endpoint without a Host
+	// means sending is off for that host. Its errors are mailerr errors.
+	Route func(host string) (transport.Endpoint, error)
 }
 
 func (c Config) endpoint() transport.Endpoint {
 	return transport.Endpoint{Host: c.Host, Port: c.Port, Security: c.Security, TLS: c.TLS,
 		ALPN: "smtp", Server: "the SMTP server", Observer: c.Observer}
+}
+
+// endpointFor is where creds' mail is submitted.
+func (c Config) endpointFor(creds credentials.Credentials) (transport.Endpoint, error) {
+	name := strings.ToLower(strings.TrimSpace(creds.Host))
+	if name == "" {
+		if c.Host == "" {
+			return transport.Endpoint{}, mailerr.New(mailerr.Forbidden, "sending is not set up for this gateway's own mail host (no SMTP_HOST); nothing was sent")
+		}
+		return c.endpoint(), nil
+	}
+	if c.Route == nil {
+		return transport.Endpoint{}, mailerr.New(mailerr.Forbidden, "this gateway sends mail only for its own mail host")
+	}
+	ep, err := c.Route(name)
+	if err != nil {
+		return ep, err
+	}
+	if ep.Host == "" {
+		return ep, mailerr.New(mailerr.Forbidden, "sending is not set up for the mail host of this login; nothing was sent")
+	}
+	ep.ALPN, ep.Server, ep.Observer = "smtp", "the SMTP server", c.Observer
+	return ep, nil
 }
 
 // Client sends mail for many users: each Send is one SMTP session of its
@@ -118,9 +145,6 @@ type Rejection struct {
 // NoCredentials when creds are incomplete. A timeout or broken connection
 // after the whole message went out says that it may have been sent.
 func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from string, rcpts []string, msg io.Reader) (*Result, error) {
-	if err := c.checkConfig(); err != nil {
-		return nil, err
-	}
 	if !creds.Valid() {
 		return nil, mailerr.New(mailerr.NoCredentials, "no mailbox credentials for sending mail")
 	}
@@ -144,11 +168,18 @@ func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from s
 	defer cancel()
 	start := time.Now()
 	// In back-off the mail server is not contacted at all.
+	ep, err := c.cfg.endpointFor(creds)
+	if err == nil {
+		err = c.checkConfig(ep)
+	}
+	if err != nil {
+		return nil, err
+	}
 	attempt, err := c.cfg.Guard.BeginLogin(ctx, creds)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{cfg: c.cfg, ep: c.cfg.endpoint(), ctx: ctx}
+	s := &session{cfg: c.cfg, ep: ep, ctx: ctx}
 	res, reply, err := s.send(creds, from, rcpts, msg, size)
 	switch {
 	case s.phase > phaseAuth:
@@ -172,19 +203,23 @@ func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from s
 // sending nothing: the sign-in page checks that a login asking to send
 // can. The login back-off applies as for Send.
 func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) error {
-	if err := c.checkConfig(); err != nil {
-		return err
-	}
 	if !creds.Valid() {
 		return mailerr.New(mailerr.NoCredentials, "no mailbox credentials for sending mail")
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
+	ep, err := c.cfg.endpointFor(creds)
+	if err == nil {
+		err = c.checkConfig(ep)
+	}
+	if err != nil {
+		return err
+	}
 	attempt, err := c.cfg.Guard.BeginLogin(ctx, creds)
 	if err != nil {
 		return err
 	}
-	s := &session{cfg: c.cfg, ep: c.cfg.endpoint(), ctx: ctx}
+	s := &session{cfg: c.cfg, ep: ep, ctx: ctx}
 	sc, done, err := s.login(creds)
 	switch {
 	case err == nil:
@@ -199,17 +234,17 @@ func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) erro
 	return err
 }
 
-func (c *Client) checkConfig() error {
-	switch c.cfg.Security {
+func (c *Client) checkConfig(ep transport.Endpoint) error {
+	switch ep.Security {
 	case transport.TLS, transport.StartTLS:
 	case transport.Plain:
 		if !c.cfg.AllowPlaintextAuth {
 			return mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted SMTP without allowing plain-text logins")
 		}
 	default:
-		return mailerr.Newf(mailerr.Internal, "the gateway's SMTP security setting %q is not one of tls, starttls, plain", string(c.cfg.Security))
+		return mailerr.Newf(mailerr.Internal, "the gateway's SMTP security setting %q is not one of tls, starttls, plain", string(ep.Security))
 	}
-	if c.cfg.Host == "" || c.cfg.Port <= 0 || c.cfg.Port > 65535 {
+	if ep.Port <= 0 || ep.Port > 65535 {
 		return mailerr.New(mailerr.Internal, "the gateway has no valid SMTP server address configured")
 	}
 	return nil
@@ -326,7 +361,7 @@ func (s *session) login(creds credentials.Credentials) (sc *smtp.Client, done fu
 // unless plain text is allowed.
 func (s *session) connect(conn net.Conn) (*smtp.Client, error) {
 	var sc *smtp.Client
-	if s.cfg.Security == transport.StartTLS {
+	if s.ep.Security == transport.StartTLS {
 		// go-smtp's only STARTTLS entry point: greeting, EHLO localhost,
 		// STARTTLS, or an error when the server does not offer it. The
 		// handshake itself happens at the EHLO below.

@@ -554,11 +554,13 @@ func TestBadConfig(t *testing.T) {
 	for _, cfg := range []submission.Config{
 		{Host: "127.0.0.1", Port: 25},
 		{Host: "127.0.0.1", Port: 25, Security: "ssl"},
-		{Port: 25, Security: transport.TLS},
 	} {
 		_, err := submission.New(cfg, nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, strings.NewReader("x"))
 		wantKind(t, err, mailerr.Internal)
 	}
+	// No host of its own (only providers' hosts send): refused as such.
+	_, err := submission.New(submission.Config{Port: 25, Security: transport.TLS}, nil).Send(context.Background(), alice, mailtest.Alice, []string{"x@fake.test"}, strings.NewReader("x"))
+	wantKind(t, err, mailerr.Forbidden)
 }
 
 // silentListener accepts connections and never writes a byte.

@@ -120,7 +120,7 @@ func (t Def[A, R]) approve(ctx context.Context, c *Call, a A, raw any, in *Input
 		return Outcome{}, false
 	}
 	obj := callArgs(raw)
-	account := credentials.Account(c.Creds.User)
+	account := c.Creds.AccountKey()
 	if in != nil && in.State != "" {
 		// The client's answer, with the state it was given.
 		if err := c.Approvals.UseState(in.State, account, t.Name, obj); err != nil {

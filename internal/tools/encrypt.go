@@ -15,6 +15,7 @@ import (
 type encryptArgs struct {
 	User     string `json:"user" max:"320" desc:"Mailbox user name (usually the email address). Defaults to the x-imap-user header."`
 	Password string `json:"password" max:"1024" desc:"Mailbox password or app password. Defaults to the x-imap-pass header."`
+	Host     string `json:"host" max:"255" desc:"The mail host of user, when this gateway serves several (MAIL_HOSTS); default: the x-imap-host header, else the gateway's own."`
 	Verify   *bool  `json:"verify" default:"true" desc:"Check the credentials with an IMAP login before sealing them (default true)."`
 	Access   string `json:"access" enum:"read,organize,full" desc:"Narrow the token to this access level: read, organize or full (at most what the gateway allows, and what the caller's own credentials allow when no user and password are given). Default: as much as that."`
 	Send     *bool  `json:"send" desc:"Allow sending mail with the token; false makes a token that cannot send. Default: as the credentials sealed allow (a sign-in or token that cannot send makes a token that cannot either)."`
@@ -143,7 +144,15 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 // x-imap-user/x-imap-pass headers, or a sign-in's bearer token.
 func sealable(ctx context.Context, c *Call, a encryptArgs) (credentials.Credentials, error) {
 	if a.User != "" {
-		return credentials.New(a.User, a.Password), nil
+		creds := credentials.New(a.User, a.Password)
+		creds.Host = strings.ToLower(strings.TrimSpace(a.Host))
+		if caller, ok := credentials.FromContext(ctx); ok && creds.Host == "" {
+			creds.Host = caller.Host
+		}
+		return creds, nil
+	}
+	if a.Host != "" {
+		return credentials.Credentials{}, badArg("host goes with user and password: the caller's own credentials keep their host")
 	}
 	if tok, ok := credentials.TokenFromContext(ctx); ok && strings.TrimSpace(tok) != "" {
 		creds, err := c.Sealer.Open(tok)

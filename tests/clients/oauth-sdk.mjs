@@ -7,7 +7,14 @@
 // captures the code; then transport.finishAuth(code), and tools/list and
 // imap_list_folders with nothing but the bearer token.
 //
-// Input (JSON on stdin): { url, user, password, wrongPassword?, chromium?, scope? }
+// Input (JSON on stdin): { url, user, password, wrongPassword?, chromium?, scope?,
+//   provider?, sendTo?, markerFile?, waitMs? }
+// With provider (a button value such as "provider:oidc-hydra") the page's
+// "Continue with" button is clicked instead of typing a password, and the
+// provider's own pages (login, consent) are followed; sendTo sends one
+// message there; markerFile is written when the first calls are done, then
+// the script waits waitMs and calls imap_list_folders and sends again (the
+// SDK refreshes the expired token meanwhile): { later: {folders, sent} }.
 // With scope (e.g. "mail.read"), the client asks for that scope only (as a
 // connector that wants less does) and then tries to get more: it asks
 // imap_encrypt_credentials for every combination of access, send and agent
@@ -17,7 +24,7 @@
 //     escalation?: [{args, result: Result, createFolder?: Result, tools?: [names]}], bearerCreate?: Result }
 
 import { createServer } from "node:http";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import puppeteer from "puppeteer-core";
@@ -92,9 +99,21 @@ const provider = {
       out.wrongPasswordURL = page.url();
       await page.$eval("#username", (e) => (e.value = ""));
     }
-    await page.type("#username", input.user);
-    await page.type("#password", input.password);
-    await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click('button[value="allow"]')]);
+    if (input.provider) {
+      // The provider's pages follow: its login form (unless it signs the
+      // user in by itself), then back through the gateway to the app.
+      await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click(`button[value="${input.provider}"]`)]);
+      if (await page.$("#email")) {
+        await page.type("#email", input.user);
+        await page.type("#password", input.password);
+        await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click("#login")]);
+      }
+      for (let i = 0; i < 20 && new URL(page.url()).pathname !== "/callback"; i++) await page.waitForNavigation({ waitUntil: "load", timeout: 10000 });
+    } else {
+      await page.type("#username", input.user);
+      await page.type("#password", input.password);
+      await Promise.all([page.waitForNavigation({ waitUntil: "load" }), page.click('button[value="allow"]')]);
+    }
     out.landedOn = new URL(page.url()).pathname;
     await page.close();
   },
@@ -135,6 +154,18 @@ try {
   await signedIn.connect(transport);
   out.tools = (await signedIn.listTools()).tools.map((t) => t.name);
   out.folders = summarize(await signedIn.callTool({ name: "imap_list_folders", arguments: {} }));
+  if (input.sendTo) {
+    out.sent = summarize(await signedIn.callTool({ name: "smtp_send_email", arguments: { to: [input.sendTo], subject: "provider sign-in 1", text: "sent with a provider's token" } }));
+  }
+  if (input.markerFile) {
+    writeFileSync(input.markerFile, "ready");
+    await new Promise((r) => setTimeout(r, input.waitMs ?? 0));
+    out.later = { folders: summarize(await signedIn.callTool({ name: "imap_list_folders", arguments: {} })) };
+    if (input.sendTo) {
+      out.later.sent = summarize(await signedIn.callTool({ name: "smtp_send_email", arguments: { to: [input.sendTo], subject: "provider sign-in 2", text: "sent after a refresh" } }));
+    }
+    out.tokens = store.tokens;
+  }
   if (input.scope) {
     out.bearerCreate = summarize(await signedIn.callTool({ name: "imap_create_folder", arguments: { name: "Escalated-bearer" } }));
     out.escalation = [];
