@@ -157,7 +157,9 @@ for a in "$@"; do
 done
 scoped=1
 if [ ${#pkgs[@]} -eq 0 ]; then pkgs=(./...); scoped=0; fi
-test_flags=(-count=1 -timeout=30m)
+# -parallel 4: the tests that call t.Parallel have a mail stack of their own
+# and mostly wait (browsers, providers, deliveries).
+test_flags=(-count=1 -timeout=30m -parallel=4)
 if [ "$(go env CGO_ENABLED)" = 1 ]; then
   test_flags+=(-race)
 else

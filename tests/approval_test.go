@@ -75,6 +75,7 @@ type clientAnswer struct {
 // replayed requestState, another user's credentials, or another recipient
 // is refused and sends nothing.
 func TestApprovalClientV2(t *testing.T) {
+	t.Parallel() // its own stack (and provider): waits, mostly, beside the other parallel tests
 	dir := v2Dir(t)
 	s, g := approvalStack(t)
 	alice, bob := userHeaders(s, mailtest.Alice), userHeaders(s, mailtest.Bob)
@@ -170,6 +171,7 @@ func TestApprovalClientV2(t *testing.T) {
 // bridge (a server-initiated elicitation/create), which needs the sealed
 // session id the gateway gave it at initialize.
 func TestApprovalSDKLegacy(t *testing.T) {
+	t.Parallel() // its own stack (and provider): waits, mostly, beside the other parallel tests
 	dir := clientsDir(t)
 	s, g := approvalStack(t)
 	for _, action := range []string{"accept", "decline"} {
@@ -206,6 +208,7 @@ func TestApprovalSDKLegacy(t *testing.T) {
 // run rejects, and the held draft is gone. An expired link and a used one
 // are refused, and the page holds like the sign-in page.
 func TestApprovalPage(t *testing.T) {
+	t.Parallel() // its own stack (and provider): waits, mostly, beside the other parallel tests
 	dir := clientsDir(t)
 	chromium := "/usr/bin/chromium"
 	if _, err := os.Stat(chromium); err != nil {

@@ -620,6 +620,7 @@ func TestOAuthConformance(t *testing.T) {
 // tools and cannot create the folder; Dovecot, asked directly, holds no
 // such folder.
 func TestOAuthReadSignInCannotEscalate(t *testing.T) {
+	t.Parallel() // its own stack (and provider): waits, mostly, beside the other parallel tests
 	chromium := "/usr/bin/chromium"
 	if _, err := os.Stat(chromium); err != nil {
 		skipOrFail(t, "no /usr/bin/chromium: apt-get install -y --no-install-recommends chromium (scripts/test.sh does)")

@@ -79,6 +79,7 @@ func (r *restartable) restart() {
 // of the gateway. Consent revoked at Hydra: the next refresh is
 // invalid_grant. No token appears in the gateway's log.
 func TestProviderSignIn(t *testing.T) {
+	t.Parallel() // its own stack (and provider): waits, mostly, beside the other parallel tests
 	chromium := "/usr/bin/chromium"
 	if _, err := os.Stat(chromium); err != nil {
 		skipOrFail(t, "no /usr/bin/chromium: apt-get install -y --no-install-recommends chromium (scripts/test.sh does)")
@@ -203,6 +204,7 @@ func providerGateway(t *testing.T, h *mailtest.Hydra, s *mailtest.Stack) (*resta
 // hands the sign-in page to Chromium, which chooses "Continue with Hydra";
 // mcp-remote then reaches the tools with the gateway's bearer token.
 func TestProviderSignInMcpRemote(t *testing.T) {
+	t.Parallel() // its own stack (and provider): waits, mostly, beside the other parallel tests
 	chromium := "/usr/bin/chromium"
 	if _, err := os.Stat(chromium); err != nil {
 		skipOrFail(t, "no /usr/bin/chromium: apt-get install -y --no-install-recommends chromium (scripts/test.sh does)")
@@ -261,6 +263,7 @@ func sealerOf(t *testing.T, key string) *credentials.Sealer {
 // private address without MAIL_HOSTS_PRIVATE, are refused before anything
 // is dialled: nothing reaches the listener behind them.
 func TestTwoMailHosts(t *testing.T) {
+	t.Parallel() // its own stack (and provider): waits, mostly, beside the other parallel tests
 	h := mailtest.StartHydra(t, mailtest.HydraOptions{Scopes: []string{"mail"}})
 	host2 := mailtest.OAuthStack(t, h, mailtest.Options{OAuthScope: "mail"})
 	host1 := mailtest.StartT(t, mailtest.Options{})
