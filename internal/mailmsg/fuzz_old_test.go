@@ -66,6 +66,20 @@ type docGen struct {
 	data []byte
 	i    int
 	word int
+	// open holds, for each element open, whether its style sets a
+	// colour: a link inside one would differ on purpose (links keep the
+	// browser's blue now, they inherited the colour before), so none is
+	// written there.
+	open     []bool
+	coloured int
+}
+
+// end closes the element attrs opened.
+func (g *docGen) end() {
+	if g.open[len(g.open)-1] {
+		g.coloured--
+	}
+	g.open = g.open[:len(g.open)-1]
 }
 
 func (g *docGen) done() bool { return g.i >= len(g.data) }
@@ -87,11 +101,19 @@ var genStyles = []string{
 
 func (g *docGen) attrs() string {
 	var a string
+	coloured := false
+	defer func() {
+		g.open = append(g.open, coloured)
+		if coloured {
+			g.coloured++
+		}
+	}()
 	if g.next(3) > 0 {
 		return "" // most elements have no style
 	}
 	if s := genStyles[g.next(len(genStyles))]; s != "" {
 		a += ` style="` + s + `"`
+		coloured = strings.Contains(s, "color")
 	}
 	if g.next(9) == 0 {
 		a += " hidden"
@@ -108,11 +130,14 @@ func (g *docGen) inline(b *strings.Builder, depth int) {
 	switch k := g.next(7); {
 	case k < 3 || depth > 4:
 		g.text(b)
+	case k == 3 && g.coloured > 0:
+		g.text(b)
 	case k == 3:
 		g.word++
 		fmt.Fprintf(b, `<a href="https://x.example/%d"%s>`, g.word, g.attrs())
 		g.text(b)
 		b.WriteString("</a> ")
+		g.end()
 	default:
 		tag := []string{"span", "b", "i", "font"}[g.next(4)]
 		fmt.Fprintf(b, "<%s%s>", tag, g.attrs())
@@ -124,6 +149,7 @@ func (g *docGen) inline(b *strings.Builder, depth int) {
 			}
 		}
 		fmt.Fprintf(b, "</%s> ", tag)
+		g.end()
 	}
 }
 
@@ -140,6 +166,7 @@ func (g *docGen) block(b *strings.Builder, depth int) {
 			g.inline(b, depth+1)
 		}
 		fmt.Fprintf(b, "</%s>", tag)
+		g.end()
 	case 2, 3:
 		tag := []string{"div", "blockquote", "center"}[g.next(3)]
 		fmt.Fprintf(b, "<%s%s>", tag, g.attrs())
@@ -147,6 +174,7 @@ func (g *docGen) block(b *strings.Builder, depth int) {
 			g.block(b, depth+1)
 		}
 		fmt.Fprintf(b, "</%s>", tag)
+		g.end()
 	case 4:
 		tag := []string{"ul", "ol"}[g.next(2)]
 		fmt.Fprintf(b, "<%s%s>", tag, g.attrs())
@@ -154,8 +182,10 @@ func (g *docGen) block(b *strings.Builder, depth int) {
 			fmt.Fprintf(b, "<li%s>", g.attrs())
 			g.inline(b, depth+1)
 			b.WriteString("</li>")
+			g.end()
 		}
 		fmt.Fprintf(b, "</%s>", tag)
+		g.end()
 	case 5:
 		fmt.Fprintf(b, "<table%s><tbody>", g.attrs())
 		for range 1 + g.next(2) {
@@ -164,10 +194,13 @@ func (g *docGen) block(b *strings.Builder, depth int) {
 				fmt.Fprintf(b, "<td%s>", g.attrs())
 				g.block(b, depth+1)
 				b.WriteString("</td>")
+				g.end()
 			}
 			b.WriteString("</tr>")
+			g.end()
 		}
 		b.WriteString("</tbody></table>")
+		g.end()
 	case 6:
 		g.inline(b, depth)
 		b.WriteString("<br>")
