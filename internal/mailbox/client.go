@@ -83,18 +83,25 @@ func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) erro
 // it) is retried once on a fresh connection: that is safe because it changes
 // nothing.
 func (c *Client) do(ctx context.Context, creds credentials.Credentials, step string, readOnly bool, op func(context.Context, *Conn) error) error {
-	return c.run(ctx, creds, "", step, readOnly, op)
+	return c.run(ctx, creds, nil, step, readOnly, op)
 }
 
 // doIn is do for a read-only op that begins with conn.examine(folder):
 // when the pool has no connection and dials, the EXAMINE goes out with the
 // LOGIN (one round trip for both), and op finds folder already selected.
 func (c *Client) doIn(ctx context.Context, creds credentials.Credentials, folder, step string, op func(context.Context, *Conn) error) error {
-	return c.run(ctx, creds, folder, step, true, op)
+	return c.run(ctx, creds, &opening{folder: folder}, step, true, op)
 }
 
-// run is do and doIn; folder is "" for do.
-func (c *Client) run(ctx context.Context, creds credentials.Credentials, folder, step string, readOnly bool, op func(context.Context, *Conn) error) error {
+// doOpen is do for an op that begins with o (opening.go): o is in flight
+// when op starts, its select read (op's examine or openRW returns its
+// answer), its commands for op to read.
+func (c *Client) doOpen(ctx context.Context, creds credentials.Credentials, o *opening, step string, readOnly bool, op func(context.Context, *Conn) error) error {
+	return c.run(ctx, creds, o, step, readOnly, op)
+}
+
+// run is do, doIn and doOpen; o is nil for do.
+func (c *Client) run(ctx context.Context, creds credentials.Credentials, o *opening, step string, readOnly bool, op func(context.Context, *Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	cfg, err := c.hostConfig(creds)
@@ -106,14 +113,15 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, folder,
 	// however the name is spelt).
 	key := pool.Key{Group: creds.AccountKey(), Conn: creds.Key(cfg.endpoint().Addr())}
 	// The pool may call this later to renew an idle connection (its
-	// Revalidate), with a context of its own: it carries its own timeout.
+	// Revalidate), with a context of its own: it carries its own timeout,
+	// and no opening (that comes with this call's context only).
 	login := func(ctx context.Context) (*Conn, error) {
 		ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
-		return dial(ctx, cfg, creds, folder, step)
+		return dial(ctx, cfg, creds)
 	}
 	for attempt := 0; ; attempt++ {
-		lease, err := c.pool.Get(ctx, key, login)
+		lease, err := c.pool.Get(withOpening(ctx, o), key, login)
 		if err != nil {
 			return c.poolError(ctx, err)
 		}
@@ -123,7 +131,20 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, folder,
 			continue
 		}
 		conn.srv = conn.host.server()
-		err = bridge(ctx, conn, step, func() error { return op(ctx, conn) })
+		err = bridge(ctx, conn, step, func() error {
+			if o != nil {
+				if o.sentWith != conn {
+					conn.begin(o)
+				}
+				conn.settleOpening()
+			}
+			err := op(ctx, conn)
+			// Whatever op left unread of the opening is read, so that the
+			// connection goes back to the pool with nothing in flight.
+			conn.settleOpening()
+			conn.opened, conn.refreshed = nil, false
+			return err
+		})
 		if err == nil || keepsConnection(err) {
 			lease.Release()
 			return err

@@ -85,6 +85,24 @@ type Conn struct {
 	srv         *Server // what is known about the server (server.go), nil until learned
 	host        *hostState
 	closeOnce   sync.Once
+
+	// The call's opening (opening.go): the select it sent and not yet
+	// read, then its answer for the operation; the changes the server
+	// reported on its own, and their count when the opening went out.
+	inflight *selecting
+	opened   *openResult
+	changes  changeCounter
+	mark     uint64
+	// refreshed: this call's opening sent a NOOP ahead of its commands
+	// on the open folder (the operation asks Conn.stale instead of
+	// waiting for a NOOP of its own).
+	refreshed bool
+	// sentName is the Sent folder found on this connection (its user's),
+	// "" until found.
+	sentName string
+	// tap reads a conditional STORE's whole answer (consume.go); nil on
+	// a connection made without one.
+	tap *modifiedTap
 }
 
 // place is name as a folder of the server conn talks to, with what is
@@ -128,41 +146,33 @@ func bridge(ctx context.Context, conn *Conn, step string, op func() error) error
 	return err
 }
 
-// dial opens a connection and logs in with creds, all under ctx. A folder
-// other than "" (an operation about to EXAMINE it) is examined in the
-// LOGIN's round trip (sendLogin) when its name allows; step is what that
-// operation does, for a timeout while its EXAMINE is awaited.
-func dial(ctx context.Context, cfg Config, creds credentials.Credentials, folder, step string) (*Conn, error) {
-	conn, ex, err := dialLogin(ctx, cfg, creds, nil, folder)
-	if err != nil || ex == nil {
-		return conn, err
-	}
-	if err := bridge(ctx, conn, step, func() error { conn.settle(ex); return nil }); err != nil {
-		return nil, err
-	}
-	return conn, nil
+// dial opens a connection and logs in with creds, all under ctx. The
+// opening ctx carries (withOpening), if any, goes out behind the LOGIN
+// (sendLogin) as far as the folder's name and what is known of the host
+// allow, and is left for the operation to read.
+func dial(ctx context.Context, cfg Config, creds credentials.Credentials) (*Conn, error) {
+	return dialLogin(ctx, cfg, creds, nil, openingFrom(ctx))
 }
 
 // dialOwn is dial with tune adjusting the client's options (nil: none),
 // for connections outside the pool: options are fixed when the client is
 // made (a handler for unsolicited responses, a tap on the wire).
 func dialOwn(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options)) (*Conn, error) {
-	conn, _, err := dialLogin(ctx, cfg, creds, tune, "")
-	return conn, err
+	return dialLogin(ctx, cfg, creds, tune, nil)
 }
 
 // dialLogin dials and logs in, telling the login guard how the login
-// ended; folder goes ahead as in dial, and the EXAMINE is returned unread.
-func dialLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), folder string) (*Conn, *selecting, error) {
+// ended; o goes ahead as in dial.
+func dialLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), o *opening) (*Conn, error) {
 	if cfg.Security == transport.Plain && !cfg.AllowPlaintextAuth {
-		return nil, nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
+		return nil, mailerr.New(mailerr.Internal, "the gateway is configured for unencrypted IMAP without allowing plain-text logins")
 	}
 	// In back-off the mail server is not contacted at all.
 	attempt, err := cfg.Guard.BeginLogin(ctx, creds)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	conn, ex, err := dialAndLogin(ctx, cfg, creds, tune, folder)
+	conn, err := dialAndLogin(ctx, cfg, creds, tune, o)
 	switch {
 	case err == nil:
 		attempt.Succeeded()
@@ -171,7 +181,7 @@ func dialLogin(ctx context.Context, cfg Config, creds credentials.Credentials, t
 	default:
 		attempt.Abandoned()
 	}
-	return conn, ex, err
+	return conn, err
 }
 
 // refusedLogin says whether err is the server refusing the user name or
@@ -181,15 +191,19 @@ func refusedLogin(err error) bool {
 	return mailerr.KindOf(err) == mailerr.Auth && errors.As(err, &ie) && ie.Code != imap.ResponseCodePrivacyRequired
 }
 
-func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), folder string) (_ *Conn, _ *selecting, err error) {
+func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials, tune func(*imapclient.Options), o *opening) (_ *Conn, err error) {
 	ep := cfg.endpoint()
 	netConn, err := transport.Dial(ctx, ep)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer func(start time.Time) { ep.Observed(transport.StepLogin, start, err) }(time.Now())
-	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder()}
+	conn := &Conn{host: cfg.state, tap: &modifiedTap{}}
+	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder(),
+		UnilateralDataHandler: countChanges(&conn.changes), DebugWriter: conn.tap}
 	if tune != nil {
+		conn.tap = nil
+		opts.DebugWriter = nil
 		tune(opts)
 	}
 	// Until the login is done, ctx ending closes the socket: go-imap sets
@@ -197,35 +211,38 @@ func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials
 	// greetAndLogin runs on this goroutine, so step is safe to read after.
 	step := ep.ConnectStep()
 	stop := context.AfterFunc(ctx, func() { netConn.Close() })
-	conn, ex, err := greetAndLogin(ctx, ep, netConn, opts, creds, folder, &step)
-	if conn != nil {
-		conn.host = cfg.state
-	}
+	err = greetAndLogin(ctx, ep, netConn, opts, creds, conn, o, &step)
 	if !stop() {
-		if conn != nil {
+		if conn.c != nil {
 			conn.Close()
 		}
-		return nil, nil, mailerr.TimedOut(ctx, step)
+		return nil, mailerr.TimedOut(ctx, step)
 	}
 	if err != nil {
 		netConn.Close()
-		return nil, nil, err
+		return nil, err
 	}
-	return conn, ex, nil
+	return conn, nil
 }
 
 // greetAndLogin waits for the greeting (and upgrades with STARTTLS when
-// asked), then logs in, keeping *step at what it is doing. It blocks until
-// done or the socket is closed. With a folder that goes ahead, the EXAMINE
-// is sent behind the LOGIN and returned unread.
+// asked), then logs in on conn, keeping *step at what it is doing. It
+// blocks until done or the socket is closed. The opening o, when there is
+// one, goes behind the LOGIN (sendLogin) and is left unread.
 //
-// With implicit TLS the LOGIN does not wait for the greeting: the server
-// has proved who it is in the handshake, so the password goes to the right
-// place, and the LOGIN leaves with the end of the handshake instead of one
-// round trip later. Without TLS yet (plain, or STARTTLS before its
-// answer) the greeting's capabilities are read first, so that no password
-// is sent where the server says LOGINDISABLED.
-func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn, opts *imapclient.Options, creds credentials.Credentials, folder string, step *string) (*Conn, *selecting, error) {
+// Once TLS is up (implicit TLS, or STARTTLS done) the LOGIN does not wait
+// for the greeting or for the capabilities: the server has proved who it
+// is in the handshake, so the password goes to the right place, and the
+// LOGIN leaves with the end of the handshake instead of one or two round
+// trips later. (A server that says LOGINDISABLED there refuses the LOGIN,
+// and that refusal is reported as LOGINDISABLED.) Without TLS (plain) the
+// greeting's capabilities are read first, so that no password is sent
+// where the server says LOGINDISABLED. AUTHENTICATE waits for the greeting:
+// go-imap picks SASL-IR from it, and blocks the connection until the SASL
+// exchange ends, so nothing can follow it in the same flight (after a
+// refused token the server reads the next line as the SASL answer, RFC
+// 7628 3.2.3, so nothing should).
+func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn, opts *imapclient.Options, creds credentials.Credentials, conn *Conn, o *opening, step *string) error {
 	var c *imapclient.Client
 	if ep.Security == transport.StartTLS {
 		// go-imap sends STARTTLS without waiting for the greeting: until
@@ -238,54 +255,53 @@ func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn,
 				*step = ep.ConnectStep()
 			}
 			if me := ep.Classify(ctx, *step, err); me != nil {
-				return nil, nil, me
+				return me
 			}
-			return nil, nil, mailerr.Wrap(mailerr.Unavailable, err, "could not start TLS with the mail server (STARTTLS)")
+			return mailerr.Wrap(mailerr.Unavailable, err, "could not start TLS with the mail server (STARTTLS)")
 		}
 	} else {
 		c = imapclient.New(netConn, opts)
 	}
-	conn := &Conn{c: c}
+	conn.c = c
 	password := creds.Mechanism() != credentials.MechOAuth
 	var login *imapclient.Command
-	var ex *selecting
-	if password && ep.Security == transport.TLS {
-		login, ex = sendLogin(c, creds, folder)
+	if password && ep.Security != transport.Plain {
+		login = sendLogin(c, creds, conn, o)
 	}
 	if err := c.WaitGreeting(); err != nil {
 		conn.Close()
-		return nil, nil, mailerr.Wrap(mailerr.Unavailable, err, "the mail server did not greet properly")
+		return mailerr.Wrap(mailerr.Unavailable, err, "the mail server did not greet properly")
 	}
 	if login == nil && c.State() == imap.ConnStateAuthenticated {
-		return conn, nil, nil // PREAUTH (refused by go-imap after STARTTLS)
+		return nil // PREAUTH (refused by go-imap after STARTTLS)
 	}
 	*step = stepLogin
 	if !password {
 		if err := authenticateOAuth(c, creds); err != nil {
 			conn.Close()
-			return nil, nil, err
+			return err
 		}
-		return conn, nil, nil
+		return nil
 	}
 	if login == nil {
 		if c.Caps().Has(imap.CapLoginDisabled) {
 			conn.Close()
-			return nil, nil, errLoginDisabled()
+			return errLoginDisabled()
 		}
-		login, ex = sendLogin(c, creds, folder)
+		login = sendLogin(c, creds, conn, o)
 	}
 	if err := login.Wait(); err != nil {
 		switch {
 		case preauthenticated(c, err):
 		case c.Caps().Has(imap.CapLoginDisabled):
 			conn.Close()
-			return nil, nil, errLoginDisabled()
+			return errLoginDisabled()
 		default:
 			conn.Close()
-			return nil, nil, loginError(err)
+			return loginError(err)
 		}
 	}
-	return conn, ex, nil
+	return nil
 }
 
 // preauthenticated says whether a LOGIN that failed with err was sent
@@ -303,20 +319,35 @@ func errLoginDisabled() error {
 	return mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
 }
 
-// sendLogin sends LOGIN without waiting for its answer and, when folder
-// goes ahead, the EXAMINE and LIST behind it. RFC 9051 5.5 lets a client
-// send commands without waiting; a server runs commands that depend on an
-// earlier one in order (Dovecot hands what follows a LOGIN to the imap
-// process it starts), and if the LOGIN fails, they fail as commands of a
-// connection that is not logged in, and the connection is closed.
-func sendLogin(c *imapclient.Client, creds credentials.Credentials, folder string) (*imapclient.Command, *selecting) {
+// sendLogin sends LOGIN without waiting for its answer and, behind it, the
+// opening o as far as it may go (opening.go): its select when the folder's
+// name goes ahead, and its commands when the host's capabilities are known.
+// RFC 9051 5.5 lets a client send commands without waiting; a server runs
+// commands that depend on an earlier one in order (Dovecot hands what
+// follows a LOGIN to the imap process it starts), and if the LOGIN fails,
+// they fail as commands of a connection that is not logged in, and the
+// connection is closed.
+func sendLogin(c *imapclient.Client, creds credentials.Credentials, conn *Conn, o *opening) *imapclient.Command {
 	login := c.Login(creds.User, creds.Password())
-	if !goesAhead(folder) {
-		return login, nil
+	if o == nil || o.folder != "" && !goesAhead(o.folder) {
+		return login
 	}
-	// Whether the server has SPECIAL-USE is known only after the LOGIN:
-	// the LIST goes anyway, and finishSelect ignores it if not.
-	return login, startSelect(c, folder, true, true)
+	srv := conn.host.server()
+	if o.folder != "" {
+		// Whether the server has SPECIAL-USE (or CONDSTORE) is known
+		// only after the LOGIN, unless learned before: the LIST goes
+		// anyway, and finishSelect ignores it if not.
+		condStore := o.condStore && srv != nil && hasCondStore(srv.caps)
+		conn.inflight = startSelect(c, o.folder, !o.rw, condStore, true)
+		o.selectOnly = conn
+	}
+	if srv != nil {
+		if o.send != nil {
+			o.send(conn, srv.caps)
+		}
+		o.sentWith, o.selectOnly = conn, nil
+	}
+	return login
 }
 
 // goesAhead says whether folder may be sent before the server's
@@ -334,12 +365,6 @@ func goesAhead(folder string) bool {
 	}
 	return true
 }
-
-// settle waits for the EXAMINE sent ahead and records the folder as
-// selected, as sel does. A failed EXAMINE selects nothing: the operation's
-// own EXAMINE then fails and is reported exactly as on a connection that
-// was already open.
-func (conn *Conn) settle(ex *selecting) { conn.finishSelect(ex) }
 
 // authenticateOAuth logs in with an access token: AUTHENTICATE OAUTHBEARER
 // or XOAUTH2, whichever the server advertises (LOGINDISABLED does not

@@ -101,10 +101,11 @@ type Consumed struct {
 // and marks exactly those \Seen; see Consumed.ExactlyOnce for the guarantee.
 //
 // It first looks on a pooled connection (EXAMINE, one search), so that
-// finding nothing costs no more than a search. If a message cannot be read
-// after it was claimed, the claimed messages that were not returned are
-// marked unread again (on a fresh connection) so that another consumer gets
-// them; only if that fails too do they stay read without having been
+// finding nothing costs no more than a search and leaves the folder
+// examined, not selected. The claim then runs on a pooled connection too
+// (claimExactly). If a message cannot be read after it was claimed, the
+// claimed messages that were not returned are marked unread again (on a
+// pooled connection) so that another consumer gets them; only if that fails too do they stay read without having been
 // returned.
 func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o ConsumeOptions) (*Consumed, error) {
 	folder, err := c.folderArg(ctx, creds, o.Folder)
@@ -194,9 +195,31 @@ type claimSpec struct {
 	srv             *Server
 }
 
-// claimExactly claims with a conditional STORE on a tapped connection of
-// its own, then reads what it claimed there.
+// claimExactly claims with a conditional STORE on a tapped connection
+// (its modifiedTap reads the STORE's whole answer), then reads what it
+// claimed there. Without a key that is a pooled connection: a claim costs
+// no login. With one, the claim's records are written on pooled
+// connections while the claim holds a connection of its own.
 func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
+	folder := sp.folder
+	cl := &exactClaim{sp: sp, out: &Consumed{Folder: folder, Messages: []Message{}, ExactlyOnce: true}, loose: map[imap.UID]bool{}}
+	if sp.key == nil {
+		err := c.do(ctx, creds, "marking the messages read", false, func(ctx context.Context, conn *Conn) error {
+			if conn.tap == nil {
+				return mailerr.New(mailerr.Internal, "the pooled connection cannot read a conditional store's answer")
+			}
+			if err := cl.take(ctx, c, creds, conn, conn.tap); err != nil {
+				return err
+			}
+			return readClaimed(ctx, c, conn, folder, cl.claimed, sp.maxChars, cl.out)
+		})
+		if err != nil {
+			c.unclaim(ctx, creds, folder, cl.out.UIDValidity, notReturned(cl.claimed, cl.out.Messages))
+			return nil, err
+		}
+		return cl.finish(), nil
+	}
+
 	tap := &modifiedTap{}
 	cfg, err := c.hostConfig(creds)
 	if err != nil {
@@ -211,124 +234,156 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	cl := conn.client()
-	folder := sp.folder
-
-	out := &Consumed{Folder: folder, Messages: []Message{}, ExactlyOnce: true}
-	var claimed []imap.UID
-	loose := map[imap.UID]bool{}
-	// On a server whose conditional STORE is atomic and reports its own
-	// change plainly (Cyrus), the key's keyword goes in the claim itself;
-	// elsewhere it would make a losing STORE a change of its own, so it
-	// follows in a STORE of what was won.
-	keyInClaim := sp.key != nil && sp.srv.storeFlags() == flagsEchoed
-	err = c.within(ctx, conn, "marking the messages read", func() error {
-		sd, err := cl.Select(folder, &imap.SelectOptions{CondStore: true}).Wait()
-		if err != nil {
-			return conn.folderError(err, folder, "open")
-		}
-		out.UIDValidity = sd.UIDValidity
-		if sd.HighestModSeq == 0 {
-			// NOMODSEQ: this folder keeps no mod-sequences.
-			out.ExactlyOnce = false
-			uids, more, _, err := pickUnread(cl, sp.crit, sp.tag, sp.limit, false)
-			if err != nil || len(uids) == 0 {
-				return err
-			}
-			out.More = more
-			if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
-				return err
-			}
-			if err := storePlain(cl, uids, sp.key); err != nil {
-				return err
-			}
-			claimed = uids
-			return nil
-		}
-		// A consumer that lost the race for every candidate tries again
-		// (a few times) rather than answering "nothing" while unread
-		// messages are there.
-		for attempt := 0; attempt < claimAttempts && len(claimed) < sp.limit; attempt++ {
-			uids, more, modSeq, err := pickUnread(cl, sp.crit, sp.tag, sp.limit-len(claimed), true)
-			if err != nil || len(uids) == 0 {
-				out.More = false
-				return err
-			}
-			out.More = more
-			// The flags before the STORE: what another session's change
-			// looks like in its answer (won).
-			prior, err := fetchFlags(cl, uids)
-			if err != nil {
-				return err
-			}
-			if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
-				return err
-			}
-			flags := []imap.Flag{imap.FlagSeen}
-			if keyInClaim {
-				flags = append(flags, sp.key.keyword)
-			}
-			tap.arm()
-			serr := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: flags},
-				&imap.StoreOptions{UnchangedSince: modSeq}).Close()
-			ans := tap.disarm()
-			if serr != nil {
-				return imapError(serr, folder)
-			}
-			if !ans.answered {
-				return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
-			}
-			c.learnStoreFlags(conn, ans)
-			won, unsure, exact := ans.won(uids, prior, sp.srv.storeFlags())
-			out.ExactlyOnce = out.ExactlyOnce && exact
-			for _, u := range unsure {
-				loose[u] = true
-			}
-			claimed = append(claimed, won...)
-			if sp.key != nil && !keyInClaim && len(won) > 0 {
-				// Recorded on the messages at once: a retry finds them by it.
-				if err := cl.Store(imap.UIDSetNum(won...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{sp.key.keyword}}, nil).Close(); err != nil {
-					return imapError(err, folder)
-				}
-			}
-			if len(won) == len(uids) {
-				break
-			}
-			// Some were taken by another consumer: what is left may
-			// still be there.
-			out.More = true
-		}
-		return nil
-	})
+	err = c.within(ctx, conn, "marking the messages read", func() error { return cl.take(ctx, c, creds, conn, tap) })
 	if err != nil {
 		// What earlier rounds claimed goes back; what the failed STORE
 		// did, if anything, cannot be known (a retry with the same
 		// idempotency key finds it by its record).
-		c.unclaim(ctx, creds, folder, out.UIDValidity, claimed)
+		c.unclaim(ctx, creds, folder, cl.out.UIDValidity, cl.claimed)
 		return nil, err
 	}
-	if sp.key != nil && !keyInClaim {
+	if !cl.keyInClaim {
 		// Decided: a retry returns exactly this.
-		if err := c.writeRecord(ctx, creds, sp, out.UIDValidity, claimed, true); err != nil {
+		if err := c.writeRecord(ctx, creds, sp, cl.out.UIDValidity, cl.claimed, true); err != nil {
 			c.log.WarnContext(ctx, "the claim's final record was not written; a retry with its key may return more", "err", err)
 		}
 	}
-	if err := readClaimed(ctx, c, conn, folder, claimed, sp.maxChars, out); err != nil {
-		c.unclaim(ctx, creds, folder, out.UIDValidity, notReturned(claimed, out.Messages))
+	if err := readClaimed(ctx, c, conn, folder, cl.claimed, sp.maxChars, cl.out); err != nil {
+		c.unclaim(ctx, creds, folder, cl.out.UIDValidity, notReturned(cl.claimed, cl.out.Messages))
 		return nil, err
 	}
+	lctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	conn.Logout(lctx)
+	return cl.finish(), nil
+}
+
+// exactClaim is one claimExactly: what it has claimed so far.
+type exactClaim struct {
+	sp      claimSpec
+	out     *Consumed
+	claimed []imap.UID
+	// loose: claimed messages another session may have had too.
+	loose map[imap.UID]bool
+	// keyInClaim: the key's keyword went in the conditional STORE.
+	keyInClaim bool
+}
+
+// take selects the folder (CONDSTORE) on conn and claims its oldest
+// unread matches with conditional STOREs, tap reading their answers.
+func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Credentials, conn *Conn, tap *modifiedTap) error {
+	sp, out, folder := x.sp, x.out, x.sp.folder
+	cl := conn.client()
+	// On a server whose conditional STORE is atomic and reports its own
+	// change plainly (Cyrus), the key's keyword goes in the claim itself;
+	// elsewhere it would make a losing STORE a change of its own, so it
+	// follows in a STORE of what was won.
+	x.keyInClaim = sp.key != nil && sp.srv.storeFlags() == flagsEchoed
+	// The SELECT and the first search go in one flight: the search fails
+	// with a SELECT that fails.
+	conn.settleOpening()
+	conn.selected, conn.role = "", ""
+	sel := startSelect(cl, folder, false, true, false)
+	first := unreadSearch(cl, sp.crit, true)
+	sd, err := conn.finishSelect(sel)
+	if err != nil {
+		first.Wait()
+		return err
+	}
+	out.UIDValidity = sd.UIDValidity
+	if sd.HighestModSeq == 0 {
+		// NOMODSEQ: this folder keeps no mod-sequences.
+		first.Wait()
+		out.ExactlyOnce = false
+		uids, more, _, err := pickUnread(cl, sp.crit, sp.tag, sp.limit, false)
+		if err != nil || len(uids) == 0 {
+			return err
+		}
+		out.More = more
+		if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+			return err
+		}
+		if err := storePlain(cl, uids, sp.key); err != nil {
+			return err
+		}
+		x.claimed = uids
+		return nil
+	}
+	// A consumer that lost the race for every candidate tries again
+	// (a few times) rather than answering "nothing" while unread
+	// messages are there.
+	for attempt := 0; attempt < claimAttempts && len(x.claimed) < sp.limit; attempt++ {
+		var uids []imap.UID
+		var more bool
+		var modSeq uint64
+		if attempt == 0 {
+			uids, more, modSeq, err = pickUnreadFrom(cl, first, sp.tag, sp.limit)
+		} else {
+			uids, more, modSeq, err = pickUnread(cl, sp.crit, sp.tag, sp.limit-len(x.claimed), true)
+		}
+		if err != nil || len(uids) == 0 {
+			out.More = false
+			return err
+		}
+		out.More = more
+		// The flags before the STORE: what another session's change
+		// looks like in its answer (won).
+		prior, err := fetchFlags(cl, uids)
+		if err != nil {
+			return err
+		}
+		if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+			return err
+		}
+		flags := []imap.Flag{imap.FlagSeen}
+		if x.keyInClaim {
+			flags = append(flags, sp.key.keyword)
+		}
+		tap.arm()
+		serr := cl.Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: flags},
+			&imap.StoreOptions{UnchangedSince: modSeq}).Close()
+		ans := tap.disarm()
+		if serr != nil {
+			return imapError(serr, folder)
+		}
+		if !ans.answered {
+			return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
+		}
+		c.learnStoreFlags(conn, ans)
+		won, unsure, exact := ans.won(uids, prior, sp.srv.storeFlags())
+		out.ExactlyOnce = out.ExactlyOnce && exact
+		for _, u := range unsure {
+			x.loose[u] = true
+		}
+		x.claimed = append(x.claimed, won...)
+		if sp.key != nil && !x.keyInClaim && len(won) > 0 {
+			// Recorded on the messages at once: a retry finds them by it.
+			if err := cl.Store(imap.UIDSetNum(won...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{sp.key.keyword}}, nil).Close(); err != nil {
+				return imapError(err, folder)
+			}
+		}
+		if len(won) == len(uids) {
+			break
+		}
+		// Some were taken by another consumer: what is left may
+		// still be there.
+		out.More = true
+	}
+	return nil
+}
+
+// finish marks what was returned at least once, not exactly once.
+func (x *exactClaim) finish() *Consumed {
+	out := x.out
 	for _, m := range out.Messages {
-		if loose[imap.UID(m.UID)] {
+		if x.loose[imap.UID(m.UID)] {
 			out.AtLeastOnce = append(out.AtLeastOnce, m.UID)
 		}
 	}
 	if len(out.AtLeastOnce) > 0 {
 		out.ExactlyOnce = false
 	}
-	lctx, cancel := context.WithTimeout(ctx, time.Second)
-	defer cancel()
-	conn.Logout(lctx)
-	return out, nil
+	return out
 }
 
 // fetchFlags fetches the flags of uids in the selected folder, lower-cased,
@@ -418,6 +473,11 @@ func storePlain(cl *imapclient.Client, uids []imap.UID, key *claimKey) error {
 // highest mod-sequence among all the unread matches (RFC 7162: a search
 // with a MODSEQ criterion answers it).
 func pickUnread(cl *imapclient.Client, crit imap.SearchCriteria, tag string, limit int, modSeq bool) ([]imap.UID, bool, uint64, error) {
+	return pickUnreadFrom(cl, unreadSearch(cl, crit, modSeq), tag, limit)
+}
+
+// unreadSearch sends pickUnread's search.
+func unreadSearch(cl *imapclient.Client, crit imap.SearchCriteria, modSeq bool) *imapclient.SearchCommand {
 	crit.NotFlag = append(slices.Clip(crit.NotFlag), imap.FlagSeen)
 	if modSeq {
 		crit.ModSeq = &imap.SearchCriteriaModSeq{ModSeq: 1} // every message: only for the answer's MODSEQ
@@ -426,7 +486,12 @@ func pickUnread(cl *imapclient.Client, crit imap.SearchCriteria, tag string, lim
 	if cl.Caps().Has(imap.CapESearch) || cl.Caps().Has(imap.CapIMAP4rev2) {
 		opts = &imap.SearchOptions{ReturnAll: true}
 	}
-	d, err := cl.UIDSearch(&crit, opts).Wait()
+	return cl.UIDSearch(&crit, opts)
+}
+
+// pickUnreadFrom is pickUnread once its search (unreadSearch) is sent.
+func pickUnreadFrom(cl *imapclient.Client, search *imapclient.SearchCommand, tag string, limit int) ([]imap.UID, bool, uint64, error) {
+	d, err := search.Wait()
 	if err != nil {
 		return nil, false, 0, searchError(err, "")
 	}

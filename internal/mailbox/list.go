@@ -105,7 +105,7 @@ func (c *Client) ListEmails(ctx context.Context, creds credentials.Credentials, 
 	var page *Page
 	err = c.doIn(ctx, creds, folder, "listing the messages", func(ctx context.Context, conn *Conn) error {
 		cl := conn.client()
-		reused := conn.selected == folder && !conn.selectedRW && cl.Mailbox() != nil
+		reused := conn.selected == folder && !conn.selectedRW && cl.Mailbox() != nil && conn.opened == nil
 		mb, err := conn.examine(folder)
 		if err != nil {
 			return err
@@ -344,11 +344,34 @@ func readAtMost(r imap.LiteralReader, n int) []byte {
 // it already is: re-selecting costs time in proportion to the folder size.
 // It returns the client's view of the mailbox. The client's own state is
 // the truth (the server can close the mailbox or the connection at any time).
+// An EXAMINE of folder the call's opening sent is read here.
 func (conn *Conn) examine(folder string) (*imapclient.SelectedMailbox, error) {
-	if mb := conn.client().Mailbox(); mb != nil && conn.selected == folder && !conn.selectedRW {
-		return mb, nil
+	return conn.examineWith(folder, nil)
+}
+
+// examineWith is examine that sends the commands of send (nil: none) in
+// the EXAMINE's flight when the folder is not selected yet, or at once.
+// They must be read-only and need no answer of the EXAMINE: they fail with
+// it, and examineWith reports the EXAMINE's error.
+func (conn *Conn) examineWith(folder string, send func()) (*imapclient.SelectedMailbox, error) {
+	data, err, sent := conn.takeOpened(folder, true)
+	if !sent {
+		if mb := conn.client().Mailbox(); mb != nil && conn.selected == folder && !conn.selectedRW {
+			if send != nil {
+				send()
+			}
+			return mb, nil
+		}
+		conn.selected, conn.role = "", ""
+		cl := conn.client()
+		s := startSelect(cl, folder, true, false, cl.Caps().Has(imap.CapSpecialUse))
+		if send != nil {
+			send()
+		}
+		data, err = conn.finishSelect(s)
+	} else if send != nil {
+		send()
 	}
-	data, err := conn.sel(folder, true)
 	if err != nil {
 		return nil, err
 	}
@@ -369,9 +392,10 @@ func (conn *Conn) examine(folder string) (*imapclient.SelectedMailbox, error) {
 // sel selects folder and learns its special-use role with a LIST sent
 // right behind the SELECT (no extra round trip).
 func (conn *Conn) sel(folder string, readOnly bool) (*imap.SelectData, error) {
+	conn.settleOpening()
 	conn.selected, conn.role = "", ""
 	cl := conn.client()
-	return conn.finishSelect(startSelect(cl, folder, readOnly, cl.Caps().Has(imap.CapSpecialUse)))
+	return conn.finishSelect(startSelect(cl, folder, readOnly, false, cl.Caps().Has(imap.CapSpecialUse)))
 }
 
 // selecting is a SELECT or EXAMINE in flight, with the LIST that learns
@@ -383,8 +407,11 @@ type selecting struct {
 	list     *imapclient.ListCommand // nil: the role is not asked
 }
 
-func startSelect(cl *imapclient.Client, folder string, readOnly, role bool) *selecting {
-	s := &selecting{folder: folder, readOnly: readOnly, sel: cl.Select(folder, &imap.SelectOptions{ReadOnly: readOnly})}
+// startSelect sends SELECT (EXAMINE when readOnly) of folder, with the
+// CONDSTORE parameter when condStore, and with role the LIST that learns
+// its special-use role, without waiting.
+func startSelect(cl *imapclient.Client, folder string, readOnly, condStore, role bool) *selecting {
+	s := &selecting{folder: folder, readOnly: readOnly, sel: cl.Select(folder, &imap.SelectOptions{ReadOnly: readOnly, CondStore: condStore})}
 	if role {
 		s.list = cl.List("", folder, &imap.ListOptions{ReturnSpecialUse: true})
 	}

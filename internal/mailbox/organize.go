@@ -327,12 +327,21 @@ func destinationExists(cl *imapclient.Client, folder string) error {
 // flags (nil: the server did not say, so all flags are permanent). On a
 // connection that has it selected already, a NOOP first brings Dovecot's
 // view up to date (examineFresh says why): a message that has just arrived
-// must not count as missing.
+// must not count as missing. The call's opening may have sent the SELECT,
+// or that NOOP (then the operation asks Conn.stale about what it read).
 func (conn *Conn) openRW(folder string) ([]imap.Flag, error) {
 	cl := conn.client()
+	if data, err, sent := conn.takeOpened(folder, false); sent {
+		if err != nil {
+			return nil, err
+		}
+		return data.PermanentFlags, nil
+	}
 	if cl.Mailbox() != nil && conn.selected == folder && conn.selectedRW {
-		if err := cl.Noop().Wait(); err != nil {
-			return nil, imapError(err, folder)
+		if !conn.refreshed {
+			if err := cl.Noop().Wait(); err != nil {
+				return nil, imapError(err, folder)
+			}
 		}
 		if mb := cl.Mailbox(); mb != nil && mb.Name == folder {
 			return mb.PermanentFlags, nil

@@ -77,20 +77,71 @@ func (c *Client) Peek(ctx context.Context, creds credentials.Credentials, folder
 		}
 	}
 	var out *PeekResult
-	err = c.do(ctx, creds, "looking at the folder", true, func(ctx context.Context, conn *Conn) error {
-		mb, err := conn.examineFresh(folder)
+	if tag != "" {
+		err = c.do(ctx, creds, "looking at the folder", true, func(ctx context.Context, conn *Conn) error {
+			if _, err := conn.examineFresh(folder); err != nil {
+				return err
+			}
+			out, err = peekTagged(conn.client(), folder, tag)
+			return err
+		})
+		return out, err
+	}
+	// STATUS and the unread search go with the EXAMINE (behind the LOGIN
+	// on a new connection), or behind a NOOP on a connection that has the
+	// folder open, asked again if the server reported a change meanwhile
+	// (opening.go).
+	var q peekQuery
+	send := func(conn *Conn, caps imap.CapSet) { q.send(conn.client(), folder, caps) }
+	open := &opening{folder: folder, fresh: true, send: send}
+	err = c.doOpen(ctx, creds, open, "looking at the folder", true, func(ctx context.Context, conn *Conn) error {
+		_, err := conn.examine(folder)
+		q.wait()
 		if err != nil {
 			return err
 		}
 		cl := conn.client()
-		if tag == "" {
-			out, err = peekAll(cl, folder, mb.NumMessages)
-		} else {
-			out, err = peekTagged(conn.client(), folder, tag)
+		if conn.stale() {
+			send(conn, cl.Caps())
+			q.wait()
 		}
+		out, err = peekAll(cl, folder, &q)
 		return err
 	})
 	return out, err
+}
+
+// peekQuery is a peek's first flight: STATUS and the unread search.
+type peekQuery struct {
+	status     *imapclient.StatusCommand
+	unseen     *imapclient.SearchCommand
+	max        *imapclient.SearchCommand // the newest UID (ESEARCH), nil without
+	newest     imap.UID                  // its answer (0: none)
+	sd         *imap.StatusData
+	ud         *imap.SearchData
+	serr, uerr error
+}
+
+func (q *peekQuery) send(cl *imapclient.Client, folder string, caps imap.CapSet) {
+	q.status = cl.Status(folder, peekStatus)
+	var opts *imap.SearchOptions
+	q.max = nil
+	if caps.Has(imap.CapESearch) || caps.Has(imap.CapIMAP4rev2) {
+		opts = &imap.SearchOptions{ReturnAll: true}
+		q.max = cl.UIDSearch(&imap.SearchCriteria{}, &imap.SearchOptions{ReturnMax: true})
+	}
+	q.unseen = cl.UIDSearch(&imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}, opts)
+}
+
+func (q *peekQuery) wait() {
+	q.sd, q.serr = q.status.Wait()
+	q.ud, q.uerr = q.unseen.Wait()
+	q.newest = 0
+	if q.max != nil {
+		if md, err := q.max.Wait(); err == nil {
+			q.newest = imap.UID(md.Max)
+		}
+	}
 }
 
 // peekStatus is what a peek asks STATUS.
@@ -100,63 +151,65 @@ var peekStatus = &imap.StatusOptions{NumMessages: true, NumUnseen: true, UIDNext
 // tags for a tag filter.
 var senderSection = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"From", TagsHeader}, Peek: true}
 
-func peekAll(cl *imapclient.Client, folder string, count uint32) (*PeekResult, error) {
-	// Pipelined: STATUS, the unread search and the newest message's date.
-	status := cl.Status(folder, peekStatus)
-	var opts *imap.SearchOptions
-	if hasESearch(cl) {
-		opts = &imap.SearchOptions{ReturnAll: true}
+// peekAll answers a peek without a tag from q's answers: the newest
+// message's date and the unread senders come in one more flight.
+func peekAll(cl *imapclient.Client, folder string, q *peekQuery) (*PeekResult, error) {
+	if q.serr != nil {
+		return nil, imapError(q.serr, folder)
 	}
-	unseenCmd := cl.UIDSearch(&imap.SearchCriteria{NotFlag: []imap.Flag{imap.FlagSeen}}, opts)
-	var newestCmd *imapclient.FetchCommand
-	if count > 0 {
-		// By number, not "*": go-imap hands the answer to a FETCH of "*"
-		// to no command (it cannot tell which number "*" was).
-		newestCmd = cl.Fetch(imap.SeqSetNum(count), &imap.FetchOptions{UID: true, InternalDate: true})
-		defer newestCmd.Close()
+	if q.uerr != nil {
+		return nil, searchError(q.uerr, folder)
 	}
-	sd, serr := status.Wait()
-	ud, uerr := unseenCmd.Wait()
-	var newest time.Time
-	if newestCmd != nil {
-		// A folder emptied since it was opened answers an error here:
-		// then there is no newest message.
-		if bufs, err := newestCmd.Collect(); err == nil {
+	sd, ud := q.sd, q.ud
+	out := newPeek(folder, "", sd)
+	out.Total, out.Unread = deref(sd.NumMessages), deref(sd.NumUnseen)
+	// The newest message: by the UID the first flight found (ESEARCH),
+	// read with the senders; else by its number, one more round trip.
+	newestUID := imap.UID(0)
+	if q.max != nil {
+		newestUID = q.newest
+	} else if mb := cl.Mailbox(); mb != nil && mb.NumMessages > 0 {
+		// By number, not "*": go-imap hands the answer to a FETCH of
+		// "*" to no command (it cannot tell which number "*" was). A
+		// folder emptied since it was opened answers an error: then there
+		// is no newest message.
+		bufs, err := cl.Fetch(imap.SeqSetNum(mb.NumMessages), &imap.FetchOptions{UID: true, InternalDate: true}).Collect()
+		if err == nil {
 			for _, b := range bufs {
-				newest = b.InternalDate
+				at := b.InternalDate
+				out.NewestAt = &at
 			}
 		}
 	}
-	if serr != nil {
-		return nil, imapError(serr, folder)
-	}
-	if uerr != nil {
-		return nil, searchError(uerr, folder)
-	}
-	out := newPeek(folder, "", sd)
-	out.Total, out.Unread = deref(sd.NumMessages), deref(sd.NumUnseen)
-	if !newest.IsZero() {
-		out.NewestAt = &newest
-	}
 	unseen := ud.AllUIDs()
-	if len(unseen) == 0 {
-		return out, nil
-	}
 	slices.Sort(unseen)
 	sample := unseen[max(0, len(unseen)-bySenderSample):]
 	out.BySenderSampled = len(sample) < len(unseen)
 	set := imap.UIDSetNum(sample...)
-	if sample[0] != unseen[0] {
+	if len(unseen) > 0 && sample[0] != unseen[0] {
 		set.AddNum(unseen[0])
+	}
+	if newestUID != 0 {
+		set.AddNum(newestUID)
+	}
+	if len(set) == 0 {
+		return out, nil
 	}
 	senders := senderCounter{}
 	err := streamFetch(cl, set, &imap.FetchOptions{UID: true, InternalDate: true, BodySection: []*imap.FetchItemBodySection{senderSection}},
 		func(m peekedMessage) {
+			if m.uid == newestUID {
+				at := m.internal
+				out.NewestAt = &at
+			}
+			if len(unseen) == 0 {
+				return
+			}
 			if m.uid == unseen[0] {
 				at := m.internal
 				out.OldestUnreadAt = &at
 			}
-			if m.uid >= sample[0] {
+			if _, ok := slices.BinarySearch(sample, m.uid); ok {
 				senders.add(m.from)
 			}
 		})
@@ -344,7 +397,7 @@ func (s senderCounter) top(n int) []SenderCount {
 // that arrived meanwhile. The NOOP must be waited for: pipelined with the
 // SEARCH, Dovecot can run both before the view is refreshed (seen here).
 func (conn *Conn) examineFresh(folder string) (*imapclient.SelectedMailbox, error) {
-	reused := conn.selected == folder && !conn.selectedRW && conn.client().Mailbox() != nil
+	reused := conn.selected == folder && !conn.selectedRW && conn.client().Mailbox() != nil && !conn.refreshed && conn.opened == nil
 	mb, err := conn.examine(folder)
 	if err != nil || !reused {
 		return mb, err

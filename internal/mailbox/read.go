@@ -109,11 +109,19 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		return nil, mailerr.New(mailerr.BadInput, "offset must not be negative")
 	}
 	var msg *Message
-	err = c.doIn(ctx, creds, folder, "reading the message", func(ctx context.Context, conn *Conn) error {
+	// The FETCH of the header, structure and first bytes goes with the
+	// EXAMINE (behind the LOGIN on a new connection): most messages are
+	// read in that one flight.
+	var first *imapclient.FetchCommand
+	open := &opening{folder: folder, send: func(conn *Conn, _ imap.CapSet) {
+		first = startHeaderAndStructure(conn.client(), o.UID, true)
+	}}
+	err = c.doOpen(ctx, creds, open, "reading the message", true, func(ctx context.Context, conn *Conn) error {
+		defer first.Close()
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
-		m, err := readMessageHidden(conn.client(), folder, o.UID, o.Offset, maxChars, o.IncludeHidden)
+		m, err := readStarted(conn.client(), first, folder, o.UID, o.Offset, maxChars, o.IncludeHidden)
 		if err != nil {
 			return err
 		}
@@ -138,8 +146,14 @@ func readMessage(cl *imapclient.Client, folder string, uid uint32, offset, maxCh
 // readMessageHidden is readMessage that, with keepHidden, also returns the
 // text of hidden HTML elements.
 func readMessageHidden(cl *imapclient.Client, folder string, uid uint32, offset, maxChars int, keepHidden bool) (*Message, error) {
+	return readStarted(cl, startHeaderAndStructure(cl, uid, true), folder, uid, offset, maxChars, keepHidden)
+}
+
+// readStarted is readMessageHidden once first, its startHeaderAndStructure
+// with the guess, is sent.
+func readStarted(cl *imapclient.Client, first *imapclient.FetchCommand, folder string, uid uint32, offset, maxChars int, keepHidden bool) (*Message, error) {
 	partCap := textPartCap(offset, maxChars)
-	m, bs, guess, err := collectHeaderAndStructure(startHeaderAndStructure(cl, uid, true), folder, uid)
+	m, bs, guess, err := collectHeaderAndStructure(first, folder, uid)
 	if err != nil {
 		return nil, err
 	}

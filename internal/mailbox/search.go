@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
@@ -117,24 +118,41 @@ func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Qu
 		return nil, err
 	}
 	var page *Page
-	err = c.do(ctx, creds, "searching", true, func(ctx context.Context, conn *Conn) error {
-		if _, err := conn.examineFresh(folder); err != nil {
+	crit := q.criteria()
+	if cur != nil {
+		crit.UID = []imap.UIDSet{{imap.UIDRange{Start: 1, Stop: imap.UID(cur.Before - 1)}}}
+	}
+	// STATUS and the search go with the EXAMINE (behind the LOGIN on a
+	// new connection); on a connection that has the folder open, behind
+	// a NOOP, asked again if the server reported a change meanwhile.
+	var status *imapclient.StatusCommand
+	var search *imapclient.SearchCommand
+	send := func(conn *Conn, caps imap.CapSet) {
+		cl := conn.client()
+		status = cl.Status(folder, pageStatus)
+		var opts *imap.SearchOptions
+		if caps.Has(imap.CapESearch) || caps.Has(imap.CapIMAP4rev2) {
+			opts = &imap.SearchOptions{ReturnAll: true, ReturnCount: true}
+		}
+		search = cl.UIDSearch(crit, opts)
+	}
+	open := &opening{folder: folder, fresh: true, send: send}
+	err = c.doOpen(ctx, creds, open, "searching", true, func(ctx context.Context, conn *Conn) error {
+		_, err := conn.examine(folder)
+		res, serr := search.Wait()
+		if err != nil {
+			status.Wait()
 			return err
 		}
 		cl := conn.client()
-		status := cl.Status(folder, pageStatus)
-		crit := q.criteria()
-		if cur != nil {
-			crit.UID = []imap.UIDSet{{imap.UIDRange{Start: 1, Stop: imap.UID(cur.Before - 1)}}}
-		}
-		var opts *imap.SearchOptions
-		if cl.Caps().Has(imap.CapESearch) || cl.Caps().Has(imap.CapIMAP4rev2) {
-			opts = &imap.SearchOptions{ReturnAll: true, ReturnCount: true}
-		}
-		res, err := cl.UIDSearch(crit, opts).Wait()
-		if err != nil {
+		if conn.stale() || serr != nil && esearchRefused(serr, cl) {
 			status.Wait()
-			return searchError(err, folder)
+			send(conn, cl.Caps())
+			res, serr = search.Wait()
+		}
+		if serr != nil {
+			status.Wait()
+			return searchError(serr, folder)
 		}
 		uids := res.AllUIDs()
 		matched := uint32(len(uids))

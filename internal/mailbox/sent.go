@@ -152,6 +152,9 @@ func (c *Client) MarkAnswered(ctx context.Context, creds credentials.Credentials
 // selectRW makes folder the selected mailbox read-write, unless it already
 // is.
 func (conn *Conn) selectRW(folder string) error {
+	if _, err, sent := conn.takeOpened(folder, false); sent {
+		return err
+	}
 	if mb := conn.client().Mailbox(); mb != nil && conn.selected == folder && conn.selectedRW {
 		return nil
 	}

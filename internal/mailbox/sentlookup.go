@@ -200,14 +200,13 @@ func (c *Client) onSentCopy(ctx context.Context, creds credentials.Credentials, 
 
 // sentFolderName is the configured Sent folder, else the one found.
 func (c *Client) sentFolderName(conn *Conn, folder string, create bool) (string, error) {
-	cl := conn.client()
 	if strings.EqualFold(folder, NoSentFolder) {
 		return "", mailerr.New(mailerr.BadInput, "saving a copy of sent mail is turned off (SENT_FOLDER=none)")
 	}
 	if folder != "" {
 		return conn.place(folder), nil
 	}
-	name, err := findSent(cl)
+	name, err := conn.sentFolder()
 	if err != nil {
 		return "", err
 	}

@@ -34,6 +34,20 @@ func findSent(cl *imapclient.Client) (string, error) {
 	return findSpecial(cl, imap.MailboxAttrSent, sentNames)
 }
 
+// sentFolder is findSent, remembered for the connection's life: a pooled
+// connection serves one user, whose Sent folder hardly ever moves, and the
+// LIST would cost every send and every thread a round trip.
+func (conn *Conn) sentFolder() (string, error) {
+	if conn.sentName != "" {
+		return conn.sentName, nil
+	}
+	name, err := findSent(conn.client())
+	if err == nil {
+		conn.sentName = name
+	}
+	return name, err
+}
+
 // findSpecial returns the name of the folder with the special-use attribute
 // attr, else of the first folder with one of names, or "" when there is
 // none.

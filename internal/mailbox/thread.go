@@ -108,14 +108,80 @@ func (c *Client) Thread(ctx context.Context, creds credentials.Credentials, fold
 	}
 	alsoFolders = also
 	var out *ThreadResult
-	err = c.do(ctx, creds, "collecting the conversation", true, func(ctx context.Context, conn *Conn) error {
+	// The message's FETCH and the server's THREAD go with the EXAMINE
+	// (behind the LOGIN on a new connection), or behind a NOOP on a
+	// connection that has the folder open, asked again if the server
+	// reported a change meanwhile (opening.go).
+	var first threadStart
+	send := func(conn *Conn, caps imap.CapSet) { first.send(conn.client(), uid, caps) }
+	open := &opening{folder: folder, fresh: true, send: send}
+	err = c.doOpen(ctx, creds, open, "collecting the conversation", true, func(ctx context.Context, conn *Conn) error {
+		defer first.seed.Close()
 		t := &threadWalk{conn: conn, known: map[Location]*threadMsg{}, members: map[Location]bool{},
 			ids: map[string]bool{}, searched: map[string]map[string]bool{}}
+		if _, err := conn.examine(folder); err != nil {
+			first.seed.Close()
+			first.wait()
+			return err
+		}
+		if first.read(t, folder, uid); conn.stale() {
+			t.known = map[Location]*threadMsg{}
+			send(conn, conn.client().Caps())
+			first.read(t, folder, uid)
+		}
 		var err error
-		out, err = t.run(folder, uid, alsoFolders)
+		out, err = t.run(folder, uid, alsoFolders, &first)
 		return err
 	})
 	return out, err
+}
+
+// threadStart is a thread's first flight: the message's FETCH and, where
+// the server can thread, its THREAD of the folder.
+type threadStart struct {
+	seed      *imapclient.FetchCommand
+	thread    *imapclient.ThreadCommand // nil: the server cannot thread
+	seedMsg   []*threadMsg
+	seedErr   error
+	data      []imapclient.ThreadData
+	threadErr error
+}
+
+func (s *threadStart) send(cl *imapclient.Client, uid uint32, caps imap.CapSet) {
+	s.seed = cl.Fetch(imap.UIDSetNum(imap.UID(uid)), threadFetch)
+	s.thread = nil
+	if algo := threadAlgorithm(caps); algo != "" {
+		s.thread = cl.UIDThread(&imapclient.ThreadOptions{Algorithm: algo, SearchCriteria: &imap.SearchCriteria{}})
+	}
+}
+
+// read reads the answers (the seed's FETCH first: it streams).
+func (s *threadStart) read(t *threadWalk, folder string, uid uint32) {
+	s.seedMsg, s.seedErr = t.collect(folder, []imap.UID{imap.UID(uid)}, s.seed)
+	s.wait()
+}
+
+// wait waits for the THREAD.
+func (s *threadStart) wait() {
+	s.data, s.threadErr = nil, nil
+	if s.thread != nil {
+		s.data, s.threadErr = s.thread.Wait()
+	}
+}
+
+// threadAlgorithm is the THREAD algorithm the walk asks for among caps
+// (REFS, else REFERENCES), "" when the server has neither.
+func threadAlgorithm(caps imap.CapSet) imap.ThreadAlgorithm {
+	var algo imap.ThreadAlgorithm
+	for _, a := range caps.ThreadAlgorithms() {
+		switch {
+		case strings.EqualFold(string(a), string(threadREFS)):
+			algo = threadREFS
+		case strings.EqualFold(string(a), string(imap.ThreadReferences)) && algo == "":
+			algo = imap.ThreadReferences
+		}
+	}
+	return algo
 }
 
 // threadMsg is what the walk knows of one copy of a message.
@@ -141,12 +207,10 @@ type threadWalk struct {
 	truncated bool
 }
 
-func (t *threadWalk) run(folder string, uid uint32, also []string) (*ThreadResult, error) {
-	cl := t.conn.client()
-	if _, err := t.conn.examineFresh(folder); err != nil {
-		return nil, err
-	}
-	seed, err := t.fetch(folder, []imap.UID{imap.UID(uid)})
+// run walks the conversation from message uid of folder, the selected
+// one, with the first flight's answers.
+func (t *threadWalk) run(folder string, uid uint32, also []string, first *threadStart) (*ThreadResult, error) {
+	seed, err := first.seedMsg, first.seedErr
 	if err != nil {
 		return nil, err
 	}
@@ -154,7 +218,7 @@ func (t *threadWalk) run(folder string, uid uint32, also []string) (*ThreadResul
 		return nil, noMessage(uid, folder)
 	}
 	t.join(seed[0])
-	threaded, err := t.fromThread(folder, uid)
+	threaded, err := t.fromThread(folder, uid, first)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +231,7 @@ func (t *threadWalk) run(folder string, uid uint32, also []string) (*ThreadResul
 			t.searched[folder][id] = true
 		}
 	}
-	sent, err := findSent(cl)
+	sent, err := t.conn.sentFolder()
 	if err != nil {
 		return nil, err
 	}
@@ -207,27 +271,15 @@ func (t *threadWalk) run(folder string, uid uint32, also []string) (*ThreadResul
 	return t.result(folder)
 }
 
-// fromThread adds the server's thread of uid in folder (the selected one)
-// to the candidates, where the server can thread, and says whether it did.
-func (t *threadWalk) fromThread(folder string, uid uint32) (bool, error) {
-	cl := t.conn.client()
-	var algo imap.ThreadAlgorithm
-	for _, a := range cl.Caps().ThreadAlgorithms() {
-		switch {
-		case strings.EqualFold(string(a), string(threadREFS)):
-			algo = threadREFS
-		case strings.EqualFold(string(a), string(imap.ThreadReferences)) && algo == "":
-			algo = imap.ThreadReferences
-		}
-	}
-	if algo == "" {
-		return false, nil
-	}
-	data, err := cl.UIDThread(&imapclient.ThreadOptions{Algorithm: algo, SearchCriteria: &imap.SearchCriteria{}}).Wait()
-	if err != nil {
+// fromThread adds the server's thread of uid in folder (the selected one),
+// first's THREAD, to the candidates, where the server can thread, and says
+// whether it did.
+func (t *threadWalk) fromThread(folder string, uid uint32, first *threadStart) (bool, error) {
+	if first.thread == nil || first.threadErr != nil {
 		// The searches find the conversation anyway.
 		return false, nil
 	}
+	data := first.data
 	var uids []imap.UID
 	for _, tree := range data {
 		if all := threadUIDs(tree); slices.Contains(all, uid) {
@@ -240,7 +292,7 @@ func (t *threadWalk) fromThread(folder string, uid uint32) (bool, error) {
 	if len(uids) > 4*MaxThreadMessages {
 		uids, t.truncated = uids[len(uids)-4*MaxThreadMessages:], true
 	}
-	if _, err = t.fetch(folder, uids); err != nil {
+	if _, err := t.fetch(folder, uids); err != nil {
 		return false, err
 	}
 	return true, nil
@@ -273,7 +325,14 @@ func (t *threadWalk) searchIn(folder string, optional bool) (bool, error) {
 		return false, nil
 	}
 	slices.Sort(ids)
-	if _, err := t.conn.examineFresh(folder); err != nil {
+	// The first search goes with the EXAMINE of a folder not open yet; on
+	// the open one (the walk began there, fresh) at once.
+	var firstSearch *imapclient.SearchCommand
+	first := ids[:min(threadIDsPerSearch, len(ids))]
+	if _, err := t.conn.examineWith(folder, func() { firstSearch = t.conn.client().UIDSearch(idCriteria(first), nil) }); err != nil {
+		if firstSearch != nil {
+			firstSearch.Wait()
+		}
 		if optional && mailerr.KindOf(err) == mailerr.NotFound {
 			for _, id := range ids {
 				done[id] = true
@@ -286,7 +345,11 @@ func (t *threadWalk) searchIn(folder string, optional bool) (bool, error) {
 	var found []imap.UID
 	for start := 0; start < len(ids); start += threadIDsPerSearch {
 		chunk := ids[start:min(start+threadIDsPerSearch, len(ids))]
-		d, err := cl.UIDSearch(idCriteria(chunk), nil).Wait()
+		search := firstSearch
+		if start > 0 {
+			search = cl.UIDSearch(idCriteria(chunk), nil)
+		}
+		d, err := search.Wait()
 		if err != nil {
 			return false, searchError(err, folder)
 		}
@@ -345,7 +408,12 @@ func (t *threadWalk) fetch(folder string, uids []imap.UID) ([]*threadMsg, error)
 	if len(uids) == 0 {
 		return nil, nil
 	}
-	bufs, err := t.conn.client().Fetch(imap.UIDSetNum(uids...), threadFetch).Collect()
+	return t.collect(folder, uids, t.conn.client().Fetch(imap.UIDSetNum(uids...), threadFetch))
+}
+
+// collect is fetch once its FETCH (threadFetch of uids) is sent.
+func (t *threadWalk) collect(folder string, uids []imap.UID, cmd *imapclient.FetchCommand) ([]*threadMsg, error) {
+	bufs, err := cmd.Collect()
 	if err != nil {
 		return nil, imapError(err, folder)
 	}
@@ -520,12 +588,27 @@ func (t *threadWalk) snippets(msgs []*threadMsg) (map[Location]string, error) {
 		g.uids = append(g.uids, imap.UID(m.loc.UID))
 	}
 	for _, f := range order {
-		if _, err := t.conn.examineFresh(f); err != nil {
-			return nil, err
-		}
+		// The messages are known: no NOOP is needed to see them. The
+		// first FETCH goes with the EXAMINE; one at a time after that
+		// (Dovecot answers pipelined FETCHes interleaved, and go-imap
+		// stalls while an answer waits for a reader).
+		first := true
 		for _, g := range byFolder[f] {
 			sec := &imap.FetchItemBodySection{Part: g.path, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: threadSnippetBytes}}
-			bufs, err := t.conn.client().Fetch(imap.UIDSetNum(g.uids...), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{sec}}).Collect()
+			var cmd *imapclient.FetchCommand
+			send := func() {
+				cmd = t.conn.client().Fetch(imap.UIDSetNum(g.uids...), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{sec}})
+			}
+			if first {
+				first = false
+				if _, err := t.conn.examineWith(f, send); err != nil {
+					cmd.Close()
+					return nil, err
+				}
+			} else {
+				send()
+			}
+			bufs, err := cmd.Collect()
 			if err != nil {
 				return nil, imapError(err, f)
 			}
