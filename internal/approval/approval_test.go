@@ -72,7 +72,10 @@ func mustLink(t *testing.T, a *Approvals) string {
 // included), expires, never outlives a sign-in, and is used once.
 func TestLink(t *testing.T) {
 	a, c := newTest(t)
-	creds := credentials.New("alice@x.test", "pw")
+	// A password long enough that base64 text cannot hold it by chance
+	// ("pw" is in about one token in twenty).
+	const password = "correct-horse-battery-staple"
+	creds := credentials.New("alice@x.test", password)
 	creds.Agent = "backend"
 	tok, exp, err := a.NewLink(Link{Creds: creds, Tool: "smtp_send_draft", Draft: &DraftRef{Folder: "Drafts", UID: 7, UIDValidity: 9, MessageID: "m@x"}, IdempotencyKey: "k"}, 30*time.Minute)
 	if err != nil {
@@ -81,14 +84,14 @@ func TestLink(t *testing.T) {
 	if !exp.Equal(c.t.Add(30 * time.Minute)) {
 		t.Fatalf("expires %v", exp)
 	}
-	if strings.Contains(tok, "pw") || strings.Contains(tok, "alice") {
+	if strings.Contains(tok, password) || strings.Contains(tok, "alice") {
 		t.Fatal("the link shows the login")
 	}
 	l, err := a.OpenLink(tok)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if l.Creds.User != "alice@x.test" || l.Creds.Password() != "pw" || l.Creds.Agent != "backend" || l.Tool != "smtp_send_draft" || *l.Draft != (DraftRef{"Drafts", 7, 9, "m@x"}) || l.IdempotencyKey != "k" {
+	if l.Creds.User != "alice@x.test" || l.Creds.Password() != password || l.Creds.Agent != "backend" || l.Tool != "smtp_send_draft" || *l.Draft != (DraftRef{"Drafts", 7, 9, "m@x"}) || l.IdempotencyKey != "k" {
 		t.Fatalf("opened %+v", l)
 	}
 	if err := a.UseLink(l); err != nil {

@@ -161,14 +161,27 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 	}
 	var found, condStore bool
 	var uv uint32
-	err = c.do(ctx, creds, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
-		if _, err := conn.examineFresh(folder); err != nil {
+	// The search goes with the EXAMINE (behind the LOGIN on a new
+	// connection), or behind a NOOP on a connection that has the folder
+	// open, asked again if the server reported a change meanwhile.
+	var search *imapclient.SearchCommand
+	open := &opening{folder: folder, fresh: true, send: func(conn *Conn, _ imap.CapSet) {
+		search = unreadSearch(conn.client(), crit, false)
+	}}
+	err = c.doOpen(ctx, creds, open, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
+		_, err := conn.examine(folder)
+		if err != nil {
+			search.Wait()
 			return err
 		}
 		cl := conn.client()
-		condStore = cl.Caps().Has(imap.CapCondStore) || cl.Caps().Has(imap.CapQResync)
+		if conn.stale() {
+			search.Wait()
+			search = unreadSearch(cl, crit, false)
+		}
+		condStore = hasCondStore(cl.Caps())
 		uv = conn.uidValidity
-		uids, _, _, err := pickUnread(cl, crit, o.Tag, 1, false)
+		uids, _, _, err := pickUnreadFrom(cl, search, o.Tag, 1)
 		found = len(uids) > 0
 		return err
 	})

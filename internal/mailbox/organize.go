@@ -79,37 +79,60 @@ func (c *Client) SetFlags(ctx context.Context, creds credentials.Credentials, fo
 		return nil, err
 	}
 	var out *FlagsResult
-	err = c.do(ctx, creds, "changing flags", false, func(ctx context.Context, conn *Conn) error {
+	// The flags of the messages go with the SELECT (or the NOOP on a
+	// connection that has the folder open): they say which messages are
+	// there, and what a STORE that changes nothing leaves.
+	pres := &presence{set: set}
+	open := &opening{folder: folder, rw: true, fresh: true, send: func(conn *Conn, _ imap.CapSet) { pres.send(conn.client()) }}
+	err = c.doOpen(ctx, creds, open, "changing flags", false, func(ctx context.Context, conn *Conn) error {
 		perm, err := conn.openRW(folder)
+		before, perr := pres.read(conn, folder)
 		if err != nil {
 			return err
+		}
+		if perr != nil {
+			return perr
 		}
 		if kw := newKeyword(perm, addFlags); kw != "" {
 			return mailerr.Newf(mailerr.Permanent, "folder %s does not accept new keywords such as %q (its PERMANENTFLAGS lack \\*); nothing was changed", quote(folder), kw)
 		}
-		cl := conn.client()
-		if err := checkPresent(cl, folder, set); err != nil {
+		if err := missingError(folder, set, before); err != nil {
 			return err
 		}
+		cl := conn.client()
 		uidSet := imap.UIDSetNum(set...)
-		// One STORE at a time, each waited for: go-imap hands a pipelined
-		// command's FETCH answers to the first pending one of the same UID.
+		after := make(map[imap.UID][]imap.Flag, len(set))
+		for _, u := range set {
+			after[u] = changedFlags(before[u], addFlags, removeFlags)
+		}
+		// One STORE at a time, each waited for: go-imap hands a FETCH
+		// answer to the first pending command that asked about its UID.
+		// Not silent: the server answers with the flags of each message it
+		// changed (Dovecot says nothing about one it left as it was: its
+		// flags are those before with the change).
 		for _, st := range []*imap.StoreFlags{
-			{Op: imap.StoreFlagsAdd, Silent: true, Flags: addFlags},
-			{Op: imap.StoreFlagsDel, Silent: true, Flags: removeFlags},
+			{Op: imap.StoreFlagsAdd, Flags: addFlags},
+			{Op: imap.StoreFlagsDel, Flags: removeFlags},
 		} {
 			if len(st.Flags) == 0 {
 				continue
 			}
-			if err := cl.Store(uidSet, st, nil).Close(); err != nil {
+			bufs, err := cl.Store(uidSet, st, nil).Collect()
+			if err != nil {
 				return imapError(err, folder)
 			}
+			for _, b := range bufs {
+				if _, ok := after[b.UID]; ok && b.Flags != nil {
+					after[b.UID] = b.Flags
+				}
+			}
 		}
-		// Dovecot answers nothing for a STORE that changes nothing, so the
-		// result is read back.
-		after, err := flagsOfUIDs(cl, folder, set)
-		if err != nil {
-			return err
+		if conn.stale() {
+			// Another session changed the folder meanwhile (a message
+			// left, or its flags changed): the flags are read back.
+			if after, err = flagsOfUIDs(cl, folder, set); err != nil {
+				return err
+			}
 		}
 		out = &FlagsResult{Folder: folder, Messages: make([]MessageFlags, 0, len(after))}
 		var gone []imap.UID
@@ -127,6 +150,44 @@ func (c *Client) SetFlags(ctx context.Context, creds credentials.Credentials, fo
 		return nil
 	})
 	return out, err
+}
+
+// changedFlags is flags with add added and remove removed.
+func changedFlags(flags, add, remove []imap.Flag) []imap.Flag {
+	out := make([]imap.Flag, 0, len(flags)+len(add))
+	for _, f := range flags {
+		if !slices.ContainsFunc(remove, func(r imap.Flag) bool { return strings.EqualFold(string(r), string(f)) }) {
+			out = append(out, f)
+		}
+	}
+	for _, f := range add {
+		if !slices.ContainsFunc(out, func(o imap.Flag) bool { return strings.EqualFold(string(o), string(f)) }) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// presence is a change's check that its messages are there: the FETCH of
+// their flags, sent with the folder's SELECT (opening.go).
+type presence struct {
+	set []imap.UID
+	cmd *imapclient.FetchCommand
+}
+
+func (p *presence) send(cl *imapclient.Client) {
+	p.cmd = cl.Fetch(imap.UIDSetNum(p.set...), &imap.FetchOptions{UID: true, Flags: true})
+}
+
+// read returns the flags of the messages of the set that are in folder;
+// asked again when the server reported a change while the first flight
+// was answered (Conn.stale).
+func (p *presence) read(conn *Conn, folder string) (map[imap.UID][]imap.Flag, error) {
+	have, err := collectFlags(p.cmd, folder, p.set)
+	if err == nil && conn.stale() {
+		have, err = flagsOfUIDs(conn.client(), folder, p.set)
+	}
+	return have, err
 }
 
 // Move moves messages uids (at most MaxUIDs) of folder to toFolder: UID
@@ -152,12 +213,33 @@ func (c *Client) Move(ctx context.Context, creds credentials.Credentials, folder
 		return nil, err
 	}
 	var out *Moved
-	err = c.do(ctx, creds, "moving messages", false, func(ctx context.Context, conn *Conn) error {
-		if err := destinationExists(conn.client(), toFolder); err != nil {
+	// The destination's STATUS and the messages' flags (presence) go with
+	// the SELECT (or the NOOP on a connection that has the folder open).
+	var dest *imapclient.StatusCommand
+	pres := &presence{set: set}
+	open := &opening{folder: folder, rw: true, fresh: true, send: func(conn *Conn, _ imap.CapSet) {
+		cl := conn.client()
+		dest = cl.Status(toFolder, &imap.StatusOptions{NumMessages: true})
+		pres.send(cl)
+	}}
+	err = c.doOpen(ctx, creds, open, "moving messages", false, func(ctx context.Context, conn *Conn) error {
+		cl := conn.client()
+		_, err := conn.openRW(folder)
+		_, derr := dest.Wait()
+		have, perr := pres.read(conn, folder)
+		if derr != nil {
+			return destinationError(cl, derr, toFolder)
+		}
+		if err != nil {
 			return err
 		}
-		var err error
-		out, err = moveUIDs(conn, folder, set, toFolder)
+		if perr != nil {
+			return perr
+		}
+		if err := missingError(folder, set, have); err != nil {
+			return err
+		}
+		out, err = moveChecked(conn, folder, set, toFolder)
 		return err
 	})
 	return out, err
@@ -236,16 +318,21 @@ func (c *Client) trashFolder(conn *Conn) (string, error) {
 
 // moveUIDs moves set from folder to the existing folder to on conn.
 func moveUIDs(conn *Conn, folder string, set []imap.UID, to string) (*Moved, error) {
+	if _, err := conn.openRW(folder); err != nil {
+		return nil, err
+	}
+	if err := checkPresent(conn.client(), folder, set); err != nil {
+		return nil, err
+	}
+	return moveChecked(conn, folder, set, to)
+}
+
+// moveChecked is moveUIDs once folder is selected and set is there.
+func moveChecked(conn *Conn, folder string, set []imap.UID, to string) (*Moved, error) {
 	cl := conn.client()
 	caps := cl.Caps()
 	if !caps.Has(imap.CapMove) && !caps.Has(imap.CapUIDPlus) {
 		return nil, mailerr.New(mailerr.Permanent, "the mail server offers neither MOVE nor UIDPLUS, so messages cannot be moved without also deleting others marked \\Deleted; nothing was moved")
-	}
-	if _, err := conn.openRW(folder); err != nil {
-		return nil, err
-	}
-	if err := checkPresent(cl, folder, set); err != nil {
-		return nil, err
 	}
 	uidSet := imap.UIDSetNum(set...)
 	var src, dst imap.NumSet
@@ -315,12 +402,17 @@ func deleteExactly(cl *imapclient.Client, set imap.UIDSet) error {
 // (STATUS answers for it).
 func destinationExists(cl *imapclient.Client, folder string) error {
 	if _, err := cl.Status(folder, &imap.StatusOptions{NumMessages: true}).Wait(); err != nil {
-		if e := folderErrorOn(cl, err, folder, "look at"); mailerr.KindOf(e) != mailerr.NotFound {
-			return e
-		}
-		return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist or cannot hold messages; nothing was changed").About(mailerr.SubjectFolder)
+		return destinationError(cl, err, folder)
 	}
 	return nil
+}
+
+// destinationError is destinationExists's error for the STATUS's err.
+func destinationError(cl *imapclient.Client, err error, folder string) error {
+	if e := folderErrorOn(cl, err, folder, "look at"); mailerr.KindOf(e) != mailerr.NotFound {
+		return e
+	}
+	return mailerr.Wrap(mailerr.NotFound, err, "folder "+quote(folder)+" does not exist or cannot hold messages; nothing was changed").About(mailerr.SubjectFolder)
 }
 
 // openRW selects folder read-write for a change and returns its permanent
@@ -360,6 +452,11 @@ func checkPresent(cl *imapclient.Client, folder string, set []imap.UID) error {
 	if err != nil {
 		return err
 	}
+	return missingError(folder, set, have)
+}
+
+// missingError is checkPresent's error for the messages of set have lacks.
+func missingError(folder string, set []imap.UID, have map[imap.UID][]imap.Flag) error {
 	var missing []imap.UID
 	for _, u := range set {
 		if _, ok := have[u]; !ok {
@@ -375,7 +472,12 @@ func checkPresent(cl *imapclient.Client, folder string, set []imap.UID) error {
 // flagsOfUIDs returns the flags of the messages of set that are in the
 // selected folder.
 func flagsOfUIDs(cl *imapclient.Client, folder string, set []imap.UID) (map[imap.UID][]imap.Flag, error) {
-	bufs, err := cl.Fetch(imap.UIDSetNum(set...), &imap.FetchOptions{UID: true, Flags: true}).Collect()
+	return collectFlags(cl.Fetch(imap.UIDSetNum(set...), &imap.FetchOptions{UID: true, Flags: true}), folder, set)
+}
+
+// collectFlags is flagsOfUIDs once its FETCH is sent.
+func collectFlags(cmd *imapclient.FetchCommand, folder string, set []imap.UID) (map[imap.UID][]imap.Flag, error) {
+	bufs, err := cmd.Collect()
 	if err != nil {
 		return nil, imapError(err, folder)
 	}

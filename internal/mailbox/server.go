@@ -35,6 +35,7 @@ import (
 	"sync/atomic"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 )
@@ -226,8 +227,17 @@ func (c *Client) learn(conn *Conn) (*Server, error) {
 	for k, v := range cl.Caps() {
 		s.caps[k] = v
 	}
+	// NAMESPACE and ID go in one flight.
+	var nsCmd *imapclient.NamespaceCommand
+	var idCmd *imapclient.IDCommand
 	if s.Has(imap.CapNamespace) || s.Has(imap.CapIMAP4rev2) {
-		ns, err := cl.Namespace().Wait()
+		nsCmd = cl.Namespace()
+	}
+	if s.Has(imap.CapID) {
+		idCmd = cl.ID(&imap.IDData{Name: "mailbox-mcp"})
+	}
+	if nsCmd != nil {
+		ns, err := nsCmd.Wait()
 		if err != nil && !asIMAP(err, new(*imap.Error)) {
 			return nil, imapError(err, "")
 		}
@@ -242,9 +252,9 @@ func (c *Client) learn(conn *Conn) (*Server, error) {
 			}
 		}
 	}
-	if s.Has(imap.CapID) {
+	if idCmd != nil {
 		// Its name says what FLAGS in a STORE's answer mean (consume.go).
-		if id, err := cl.ID(&imap.IDData{Name: "mailbox-mcp"}).Wait(); err == nil && id != nil {
+		if id, err := idCmd.Wait(); err == nil && id != nil {
 			s.flagsMode.Store(int32(storeFlagsOf(id.Name)))
 		} else if err != nil && !asIMAP(err, new(*imap.Error)) {
 			return nil, imapError(err, "")
