@@ -18,6 +18,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mcpcall"
 )
@@ -39,6 +40,30 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// prepare makes the run's temporary directory (named with prefix), a key,
+// and the gateway binary in it; cleanup removes the directory unless -keep.
+func (b *bench) prepare(prefix string) (cleanup func(), err error) {
+	if b.dir, err = os.MkdirTemp("", prefix); err != nil {
+		return nil, err
+	}
+	cleanup = func() {
+		if b.o.keep {
+			logf("kept %s (gateway logs)", b.dir)
+			return
+		}
+		os.RemoveAll(b.dir)
+	}
+	if b.key, err = credentials.NewKey(); err == nil {
+		logf("building the gateway")
+		b.bin, err = buildGateway(b.dir)
+	}
+	if err != nil {
+		cleanup()
+		return nil, err
+	}
+	return cleanup, nil
 }
 
 // buildGateway compiles cmd/mailbox-mcp into dir (no race detector: the

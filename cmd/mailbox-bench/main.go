@@ -16,6 +16,7 @@
 //	go run ./cmd/mailbox-bench -out docs/benchmarks.md         # full run, ~5 min
 //	go run ./cmd/mailbox-bench -coord -out docs/benchmarks.md  # coordination, ~2 min
 //	go run ./cmd/mailbox-bench -smoke                          # CI: 1,000 messages
+//	go run ./cmd/mailbox-bench -rtt 0,20,40 -out docs/benchmarks.md  # over a simulated network (rtt.go), ~4 min
 package main
 
 import (
@@ -30,7 +31,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 )
 
@@ -89,6 +89,7 @@ func main() {
 	flag.StringVar(&o.guardFile, "guard-file", "docs/benchmarks.md", "the committed results the smoke run's regression guard reads")
 	breakdown := flag.String("breakdown", "", "print whose CPU a saved gateway CPU profile is, owner by owner (breakdown.go), and exit; no mail stack")
 	calls := flag.Int("calls", 0, "with -breakdown: the calls the profile covers, to print ms per call")
+	rtt := flag.String("rtt", "", "run only the latency bench over a simulated network (rtt.go): round trips in ms, e.g. 0,20,40; gateway and direct client, warm and cold, with the round trips of each call")
 	flag.Parse()
 	if *breakdown != "" {
 		if err := printBreakdown(os.Stdout, *breakdown, *calls); err != nil {
@@ -143,7 +144,22 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := runBench(o); err != nil {
+	if *rtt != "" {
+		rtts, err := parseRTTs(*rtt)
+		if err == nil {
+			err = runRTT(o, rttOptions{rtts: rtts, warm: *rttWarmN, cold: *rttColdN})
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	err := runBench(o)
+	if o.smoke && !o.coord && o.recheckWaits == 0 && o.guardFile != "" && *rttGuard {
+		err = errors.Join(err, runRTTGuard(o))
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
 		os.Exit(1)
 	}
@@ -174,24 +190,11 @@ func runBench(o options) error {
 			return fmt.Errorf("regression guard: %w (-guard=false skips it)", err)
 		}
 	}
-	var err error
-	if b.dir, err = os.MkdirTemp("", "mbench-"); err != nil {
+	cleanup, err := b.prepare("mbench-")
+	if err != nil {
 		return err
 	}
-	defer func() {
-		if o.keep {
-			logf("kept %s (gateway logs)", b.dir)
-			return
-		}
-		os.RemoveAll(b.dir)
-	}()
-	if b.key, err = credentials.NewKey(); err != nil {
-		return err
-	}
-	logf("building the gateway")
-	if b.bin, err = buildGateway(b.dir); err != nil {
-		return err
-	}
+	defer cleanup()
 
 	users := map[string]string{}
 	loadUsers := 16

@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/emersion/go-imap/v2"
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -292,35 +290,16 @@ func (b *bench) coldOp(tool, user string) func() error {
 
 var sendBody = strings.Repeat("A short benchmark message, about one kilobyte of plain text.\r\n", 16)
 
-// directSend submits one message with go-smtp (implicit TLS, AUTH PLAIN,
-// one recipient, QUIT: SMTP has no pool, every send is a new session) and
-// appends a copy to Sent on the warm IMAP connection, as the gateway does.
+// directSend submits one message with go-smtp and appends a copy to Sent
+// on the warm IMAP connection, as the gateway does (directSendVia).
 func (b *bench) directSend(user string, d *direct) error {
-	c, err := smtp.DialTLS(b.stack.SubmissionsAddr(), b.stack.TLSConfig())
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.Auth(sasl.NewPlainClient("", user, b.stack.Users[user])); err != nil {
-		return err
-	}
-	msg := "From: <" + user + ">\r\nTo: <" + sink + ">\r\nSubject: bench\r\nDate: " + time.Now().Format(time.RFC1123Z) +
+	return directSendVia(b.stack.SubmissionsAddr(), b.stack.TLSConfig(), user, b.stack.Users[user], d.c)
+}
+
+// sendMessage is the message the direct side sends.
+func sendMessage(user string) string {
+	return "From: <" + user + ">\r\nTo: <" + sink + ">\r\nSubject: bench\r\nDate: " + time.Now().Format(time.RFC1123Z) +
 		"\r\nMessage-ID: <" + rand.Text() + "@bench.test>\r\nMIME-Version: 1.0\r\nContent-Type: text/plain; charset=utf-8\r\n\r\n" + sendBody
-	if err := c.SendMail(user, []string{sink}, strings.NewReader(msg)); err != nil {
-		return err
-	}
-	if err := c.Quit(); err != nil {
-		return err
-	}
-	app := d.c.Append("Sent", int64(len(msg)), &imap.AppendOptions{Flags: []imap.Flag{imap.FlagSeen}, Time: time.Now()})
-	if _, err := app.Write([]byte(msg)); err != nil {
-		return err
-	}
-	if err := app.Close(); err != nil {
-		return err
-	}
-	_, err = app.Wait()
-	return err
 }
 
 // sendArgs builds smtp_send_email's arguments from its input schema.
@@ -638,17 +617,7 @@ func runPairGap(b budget, gap time.Duration, fa, fb func() error) (*result, *res
 			time.Sleep(gap)
 			t := time.Now()
 			err := p.f()
-			dur := time.Since(t)
-			p.r.Wall += dur
-			p.r.Calls++
-			if err != nil {
-				p.r.Errors++
-				if p.r.Err == nil {
-					p.r.Err = err
-				}
-				continue
-			}
-			p.r.lat = append(p.r.lat, dur)
+			p.r.addCall(time.Since(t), err)
 		}
 	}
 	return ra, rb

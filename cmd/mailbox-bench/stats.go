@@ -32,6 +32,21 @@ func (r *result) pct(p float64) time.Duration {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
+// addCall adds one call that took d to r and says whether it succeeded.
+func (r *result) addCall(d time.Duration, err error) bool {
+	r.Wall += d
+	r.Calls++
+	if err != nil {
+		r.Errors++
+		if r.Err == nil {
+			r.Err = err
+		}
+		return false
+	}
+	r.lat = append(r.lat, d)
+	return true
+}
+
 func (r *result) P50() time.Duration { return r.pct(50) }
 func (r *result) P95() time.Duration { return r.pct(95) }
 func (r *result) P99() time.Duration { return r.pct(99) }
@@ -137,16 +152,7 @@ func runPairLat(b budget, fa, fb func() (time.Duration, error)) (*result, *resul
 	deadline := time.Now().Add(b.max)
 	one := func(r *result, fn func() (time.Duration, error)) {
 		d, err := fn()
-		r.Wall += d
-		r.Calls++
-		if err != nil {
-			r.Errors++
-			if r.Err == nil {
-				r.Err = err
-			}
-			return
-		}
-		r.lat = append(r.lat, d)
+		r.addCall(d, err)
 	}
 	for i := 0; i < b.n && time.Now().Before(deadline); i++ {
 		if i%2 == 0 {
