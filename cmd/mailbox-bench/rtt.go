@@ -526,7 +526,7 @@ func rtGuardVerdict(committed, smoke map[string]rtGuardFigures) (string, error) 
 
 // rttNotes explain what the tables can't.
 var rttNotes = []string{
-	"The direct client's commands per tool: list STATUS + FETCH (one flight); search STATUS + UID SEARCH, then FETCH; read one FETCH; folders one LIST-STATUS; thread UID THREAD, then FETCH (it looks in INBOX only, where the whole conversation is; the gateway also searches Sent); peek STATUS + UID SEARCH UNSEEN + FETCH, then FETCH of the unread senders; check (limit 1) UID SEARCH UNSEEN MODSEQ RETURN (MIN), then FETCH + UID STORE UNCHANGEDSINCE (exactly once, as the gateway); attachment one FETCH of structure and part; set_flags one UID STORE; move one UID MOVE; send a go-smtp session (greeting, EHLO, AUTH, MAIL, RCPT, DATA, QUIT; go-smtp does not pipeline) and APPEND to Sent.",
+	"The direct client's commands per tool: list STATUS + FETCH (one flight); search STATUS + UID SEARCH, then FETCH; read one FETCH; folders one LIST-STATUS; thread UID THREAD, then the members' FETCH, then EXAMINE Sent + the SEARCH for the conversation's ids + EXAMINE INBOX (the gateway searches Sent too; the fixture's Sent holds none of the conversation); peek STATUS + UID SEARCH UNSEEN + FETCH, then FETCH of the unread senders; check (limit 1) UID SEARCH UNSEEN MODSEQ RETURN (MIN), then FETCH + UID STORE UNCHANGEDSINCE (exactly once, as the gateway); attachment one FETCH of structure and part; set_flags one UID STORE; move one UID MOVE; send a go-smtp session (greeting, EHLO, AUTH, MAIL, RCPT, DATA, QUIT; go-smtp does not pipeline) and APPEND to Sent.",
 	"Cold direct: TCP, TLS, LOGIN, EXAMINE (SELECT for the writes; nothing for folders and send), each waited for, then the commands (go-imap writes LOGIN without waiting for the greeting, so it leaves with TLS's last flight: 5 round trips before a one-flight command); LOGOUT is not timed. Cold gateway: a user the gateway has not seen, its MCP client set up before the clock starts.",
 	"The gateway runs with MAILBOX_ACCESS=organize (set_flags and move need it), POOL_REVALIDATE=1h (a warm connection is not replaced by a fresh login in the middle of the samples) and MAX_POOL_SIZE=400.",
 }
@@ -905,16 +905,21 @@ func (rb *rttBench) directCall(tool string, d *direct, user string) func() error
 	return func() error { return fmt.Errorf("the bench has no direct call for tool %s", tool) }
 }
 
-// threadFetch is what a conversation lists of each message.
+// threadFetch is what a conversation lists of each message: the ids that
+// link it, and the start of its text for a snippet.
 var threadFetch = &imap.FetchOptions{
 	UID: true, Flags: true, Envelope: true,
 	BodySection: []*imap.FetchItemBodySection{
-		{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"References"}, Peek: true},
+		{Specifier: imap.PartSpecifierHeader, HeaderFields: []string{"Message-ID", "In-Reply-To", "References"}, Peek: true},
 		{Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: 4096}},
 	},
 }
 
-// directThread: UID THREAD (REFS where offered), then the members.
+// directThread finds the conversation as the gateway does, in INBOX and
+// Sent, in three flights: UID THREAD (REFS where offered); the members'
+// FETCH; the SEARCH of Sent for the conversation's ids between an EXAMINE
+// of Sent and one of INBOX (the fixture's Sent holds none of it, so
+// nothing more is fetched, and the connection is back in INBOX).
 func directThread(c *imapclient.Client, uid imap.UID) error {
 	algo := imap.ThreadReferences
 	if c.Caps().Has(imap.Cap("THREAD=REFS")) {
@@ -924,18 +929,66 @@ func directThread(c *imapclient.Client, uid imap.UID) error {
 	if err != nil {
 		return err
 	}
+	var uids []imap.UID
 	for _, t := range threads {
-		uids := threadMembers(t)
-		if !slices.Contains(uids, uid) {
-			continue
+		if m := threadMembers(t); slices.Contains(m, uid) {
+			uids = m
 		}
-		n, err := drainSummaries(c.Fetch(imap.UIDSetNum(uids...), threadFetch))
-		if err == nil && n != 2 {
-			err = fmt.Errorf("direct thread: %d messages, want 2", n)
-		}
+	}
+	if uids == nil {
+		return fmt.Errorf("direct thread: UID %d in no thread", uid)
+	}
+	bufs, err := c.Fetch(imap.UIDSetNum(uids...), threadFetch).Collect()
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("direct thread: UID %d in no thread", uid)
+	if len(bufs) != 2 {
+		return fmt.Errorf("direct thread: %d messages, want 2", len(bufs))
+	}
+	var ids []string
+	for _, b := range bufs {
+		for _, sec := range b.BodySection {
+			if sec.Section.Specifier != imap.PartSpecifierHeader {
+				continue
+			}
+			for _, f := range strings.Fields(string(sec.Bytes)) {
+				if strings.HasPrefix(f, "<") && strings.HasSuffix(f, ">") && !slices.Contains(ids, f) {
+					ids = append(ids, f)
+				}
+			}
+		}
+	}
+	sent := c.Select("Sent", &imap.SelectOptions{ReadOnly: true})
+	search := c.UIDSearch(idsCriteria(ids), nil)
+	inbox := c.Select("INBOX", &imap.SelectOptions{ReadOnly: true})
+	if _, err := sent.Wait(); err != nil {
+		return err
+	}
+	found, err := search.Wait()
+	if err == nil && len(found.AllUIDs()) != 0 {
+		err = fmt.Errorf("direct thread: %d copies in Sent, want none", len(found.AllUIDs()))
+	}
+	if _, ierr := inbox.Wait(); err == nil {
+		err = ierr
+	}
+	return err
+}
+
+// idsCriteria matches a message whose Message-ID, In-Reply-To or
+// References holds one of ids.
+func idsCriteria(ids []string) *imap.SearchCriteria {
+	var or *imap.SearchCriteria
+	for _, id := range ids {
+		for _, h := range []string{"Message-ID", "In-Reply-To", "References"} {
+			c := imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: h, Value: id}}}
+			if or == nil {
+				or = &c
+				continue
+			}
+			or = &imap.SearchCriteria{Or: [][2]imap.SearchCriteria{{*or, c}}}
+		}
+	}
+	return or
 }
 
 func threadMembers(t imapclient.ThreadData) []imap.UID {

@@ -194,6 +194,7 @@ type threadMsg struct {
 	tags     []string
 	inReply  string
 	internal time.Time
+	part1    []byte // the start of part 1 (threadFirstPart), nil if none came
 }
 
 type threadWalk struct {
@@ -393,12 +394,16 @@ func idCriteria(ids []string) *imap.SearchCriteria {
 	return &terms[0]
 }
 
-// threadFetch is what the walk reads of a candidate.
+// threadFetch is what the walk reads of a candidate: with the start of
+// part 1, which is the snippet's text in most messages (a single part, or
+// a plain text first part), so that its snippet needs no FETCH of its own.
 var threadFetch = &imap.FetchOptions{
 	UID: true, Flags: true, Envelope: true, InternalDate: true,
 	BodyStructure: &imap.FetchItemBodyStructure{Extended: true},
-	BodySection:   []*imap.FetchItemBodySection{threadHeaderSection},
+	BodySection:   []*imap.FetchItemBodySection{threadHeaderSection, threadFirstPart},
 }
+
+var threadFirstPart = &imap.FetchItemBodySection{Part: []int{1}, Peek: true, Partial: &imap.SectionPartial{Offset: 0, Size: threadSnippetBytes}}
 
 var threadHeaderSection = &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader,
 	HeaderFields: []string{"Message-ID", "In-Reply-To", "References", TagsHeader}, Peek: true}
@@ -445,6 +450,7 @@ func (t *threadWalk) collect(folder string, uids []imap.UID, cmd *imapclient.Fet
 		}
 		m.links = append(inReply, msgIDs(strings.Join(h["References"], " "))...)
 		m.tags = mailmsg.ParseTags(strings.Join(h[TagsHeader], ","))
+		m.part1 = b.FindBodySection(threadFirstPart)
 		t.known[m.loc] = m
 		out = append(out, m)
 	}
@@ -570,6 +576,11 @@ func (t *threadWalk) snippets(msgs []*threadMsg) (map[Location]string, error) {
 		}
 		texts := bodyTexts(m.bs)
 		if len(texts) == 0 {
+			continue
+		}
+		if m.part1 != nil && slices.Equal(texts[0].path, threadFirstPart.Part) {
+			// Fetched with the message.
+			out[m.loc] = mailmsg.HeadPreview(m.part1, texts[0].part, threadSnippetRunes)
 			continue
 		}
 		f := m.loc.Folder
