@@ -102,7 +102,7 @@ func rtCalls() []rtCall {
 		same("imap_get_attachment", map[string]any{"uid": 3, "part_id": "2"}, 3, 1),
 		{tool: "imap_set_flags", cold: map[string]any{"uids": []int{1}, "add": []string{"flagged"}}, warm: map[string]any{"uids": []int{2}, "add": []string{"flagged"}}, coldMax: 4, warmMax: 2},
 		{tool: "imap_move_emails", cold: map[string]any{"uids": []int{8}, "to_folder": "Archive"}, warm: map[string]any{"uids": []int{9}, "to_folder": "Archive"}, coldMax: 4, warmMax: 2},
-		{tool: "smtp_send_email", cold: send, warm: send, coldMax: 5, warmMax: 1, coldSMTP: 11, warmSMTP: 11},
+		{tool: "smtp_send_email", cold: send, warm: send, coldMax: 5, warmMax: 1, coldSMTP: 8, warmSMTP: 8},
 	}
 }
 

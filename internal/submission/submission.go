@@ -224,7 +224,11 @@ func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) erro
 	switch {
 	case err == nil:
 		attempt.Succeeded()
-		_ = sc.Quit()
+		if s.pipe != nil {
+			s.pipe.quit()
+		} else {
+			_ = sc.Quit()
+		}
 		done()
 	case s.phase == phaseAuth && refusedAuth(err):
 		attempt.Refused()
@@ -304,6 +308,9 @@ type session struct {
 	// it has, a STARTTLS that times out was still connecting.
 	greeted func() bool
 	sent    int64 // message bytes written
+	// pipe is the connection under go-smtp when the session owns it
+	// (pipeline.go); nil after STARTTLS.
+	pipe *pipe
 }
 
 // send runs the conversation. go-smtp takes no context: the connection is
@@ -318,8 +325,13 @@ func (s *session) send(creds credentials.Credentials, from string, rcpts []strin
 	if err != nil {
 		return nil, "", err
 	}
-	// The message is accepted: a failed QUIT changes nothing.
-	_ = sc.Quit()
+	// The message is accepted: a failed QUIT changes nothing, and is
+	// not waited for where the session owns the connection.
+	if s.pipe != nil {
+		s.pipe.quit()
+	} else {
+		_ = sc.Quit()
+	}
 	return res, reply, nil
 }
 
@@ -372,7 +384,8 @@ func (s *session) connect(conn net.Conn) (*smtp.Client, error) {
 			return nil, s.startTLSError(err)
 		}
 	} else {
-		sc = smtp.NewClient(conn)
+		s.pipe = &pipe{Conn: conn}
+		sc = smtp.NewClient(s.pipe)
 	}
 	// go-smtp puts these deadlines on the socket per command. The context
 	// (which ends at Timeout at the latest) should be what ends a Send:
@@ -383,7 +396,12 @@ func (s *session) connect(conn net.Conn) (*smtp.Client, error) {
 		sc.Close()
 		return nil, s.fail(err, "")
 	}
-	if st, ok := sc.TLSConnectionState(); (!ok || !st.HandshakeComplete) && !s.cfg.AllowPlaintextAuth {
+	st, ok := sc.TLSConnectionState()
+	if tc, isTLS := conn.(*tls.Conn); isTLS && s.pipe != nil {
+		// Implicit TLS: go-smtp sees the pipe, not the TLS connection.
+		st, ok = tc.ConnectionState(), true
+	}
+	if (!ok || !st.HandshakeComplete) && !s.cfg.AllowPlaintextAuth {
 		sc.Close()
 		return nil, mailerr.New(mailerr.Internal, "refusing to log in to the mail server over an unencrypted connection")
 	}
@@ -467,8 +485,20 @@ func (s *session) transaction(sc *smtp.Client, from string, rcpts []string, msg 
 		}
 		opts.Size = size
 	}
+	if ok, _ := sc.Extension("PIPELINING"); ok && s.pipe != nil {
+		lines := []string{mailCommand(sc, from, opts.Size)}
+		for _, r := range rcpts {
+			lines = append(lines, "RCPT TO:<"+r+">")
+		}
+		if err := s.pipe.ahead(append(lines, "DATA")); err != nil {
+			return nil, "", s.fail(err, "")
+		}
+	}
 	if err := sc.Mail(from, opts); err != nil {
-		return nil, "", s.failPolitely(sc, err, from)
+		if s.drain(sc, rcpts) {
+			return nil, "", s.failPolitely(sc, err, from)
+		}
+		return nil, "", s.fail(err, from)
 	}
 
 	s.phase = phaseRcpt
@@ -486,7 +516,9 @@ func (s *session) transaction(sc *smtp.Client, from string, rcpts []string, msg 
 		res.Rejected = append(res.Rejected, Rejection{Address: r, Code: se.Code, Message: reason(se)})
 	}
 	if len(res.Accepted) == 0 {
-		_ = sc.Quit()
+		if s.drain(sc, nil) {
+			_ = sc.Quit()
+		}
 		return nil, "", recipientsError(res.Rejected)
 	}
 
@@ -553,6 +585,28 @@ func (s *session) step() string {
 	default:
 		return "waiting for the SMTP server to confirm the message"
 	}
+}
+
+// drain reads the answers to the commands that went ahead of a failure
+// (the RCPTs of rcpts and the DATA), each written by go-smtp and dropped by
+// the pipe, and says whether the connection is in order for a QUIT. A DATA
+// the server takes all the same (it must not, RFC 2920 3.1) leaves it in
+// no order: the caller closes it, and nothing is sent.
+func (s *session) drain(sc *smtp.Client, rcpts []string) bool {
+	if s.pipe == nil || s.pipe.pending() == 0 {
+		return true
+	}
+	for _, r := range rcpts {
+		if s.pipe.pending() > 1 {
+			_ = sc.Rcpt(r, nil)
+		}
+	}
+	if s.pipe.pending() == 1 {
+		if _, err := sc.Data(); err == nil {
+			return false
+		}
+	}
+	return s.pipe.pending() == 0
 }
 
 // failPolitely is fail, saying QUIT first when the server answered (the
