@@ -64,6 +64,11 @@ type options struct {
 	// guardFile holds the committed figures the smoke run is checked
 	// against (guard.go); "" skips the check.
 	guardFile string
+
+	// users, when above 0, runs only the many-users benchmark (users.go)
+	// with that many accounts, each round trip measured for usersFor.
+	users    int
+	usersFor time.Duration
 }
 
 func main() {
@@ -82,6 +87,8 @@ func main() {
 	flag.IntVar(&o.coordWaiters, "coord-waiters", 200, "waits held open at once in the coordination benchmark, on 50 accounts")
 	flag.IntVar(&o.recheckWaits, "recheck-waits", 0, "run only the re-check cost: this many waits (4 per account) held in IDLE on a gateway with WAIT_RECHECK=0 and on one with the default, CPU of Dovecot and the gateway over 60 s each")
 	flag.IntVar(&o.inotifyInstances, "inotify-instances", 0, "raise the kernel's fs.inotify.max_user_instances to this for the coordination run, and set it back after (0: leave it; every Dovecot IDLE takes one, all as one uid)")
+	flag.IntVar(&o.users, "users", 0, "run only the many-users benchmark (users.go): this many accounts, 32 callers for Zipf-drawn users, at 0 and 20 ms to Dovecot, and the memory of idle pooled connections")
+	flag.DurationVar(&o.usersFor, "users-for", 60*time.Second, "with -users: how long calls are measured at each round trip")
 	var gwEnv, only string
 	flag.StringVar(&only, "tools", "", "measure only these tools, comma-separated (with -c1-only: profile one tool's calls)")
 	flag.StringVar(&gwEnv, "gateway-env", "", "extra KEY=VALUE settings for the gateway, separated by spaces (experiments, e.g. GOGC=200)")
@@ -143,6 +150,13 @@ func main() {
 			fmt.Fprintf(os.Stderr, "mailbox-bench: -profile: %v\n", err)
 			os.Exit(2)
 		}
+	}
+	if o.users > 0 {
+		if err := runUsers(o); err != nil {
+			fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if *rtt != "" {
 		rtts, err := parseRTTs(*rtt)

@@ -83,6 +83,10 @@ type Stack struct {
 	watch   *exec.Cmd // the watchdog
 	mu      sync.Mutex
 	stopped bool
+
+	// usersFile is DIR/users, the user list handed to the script when it
+	// is too long for MAILSTACK_USERS ("": the variable carries it).
+	usersFile string
 }
 
 // Options configure Start.
@@ -364,6 +368,12 @@ func (s *Stack) start() (err error) {
 	if len(dir) > 70 {
 		return fmt.Errorf("mailstack: stack dir %s longer than 70 characters (unix socket paths); set TMPDIR=/tmp", dir)
 	}
+	if list := userList(s.Users); len(list) > maxUsersEnv {
+		s.usersFile = filepath.Join(dir, "users")
+		if err := os.WriteFile(s.usersFile, []byte(strings.Join(list, "\n")+"\n"), 0o600); err != nil {
+			return fmt.Errorf("mailstack: %w", err)
+		}
+	}
 
 	// The watchdog is started before the stack, so that nothing is left
 	// running however this process ends: it waits for EOF on its stdin (all
@@ -425,31 +435,43 @@ func (s *Stack) env() []string {
 	for _, kv := range os.Environ() {
 		k, _, _ := strings.Cut(kv, "=")
 		switch k {
-		case "PATH", "MAILSTACK_PORT_OFFSET", "MAILSTACK_USERS", "MAILSTACK_UID", "MAILSTACK_DOVECOT_SUBMISSION", "MAILSTACK_METADATA", "MAILSTACK_OAUTH2_URL",
+		case "PATH", "MAILSTACK_PORT_OFFSET", "MAILSTACK_USERS", "MAILSTACK_USERS_FILE", "MAILSTACK_UID", "MAILSTACK_DOVECOT_SUBMISSION", "MAILSTACK_METADATA", "MAILSTACK_OAUTH2_URL",
 			"MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE", "MAILSTACK_OAUTH2_SCOPE":
 			continue
 		}
 		env = append(env, kv)
 	}
-	names := make([]string, 0, len(s.Users))
-	for u := range s.Users {
-		names = append(names, u)
-	}
-	sort.Strings(names)
-	var users []string
-	for _, u := range names {
-		users = append(users, u+":"+s.Users[u])
+	users := "MAILSTACK_USERS=" + strings.Join(userList(s.Users), " ")
+	if s.usersFile != "" {
+		users = "MAILSTACK_USERS_FILE=" + s.usersFile
 	}
 	return append(env,
 		"PATH="+s.path,
 		"MAILSTACK_PORT_OFFSET="+strconv.Itoa(s.Offset),
-		"MAILSTACK_USERS="+strings.Join(users, " "),
+		users,
 		"MAILSTACK_DOVECOT_SUBMISSION=0",
 		"MAILSTACK_METADATA="+boolEnv(s.opts.Metadata),
 		"MAILSTACK_OAUTH2_URL="+s.opts.OAuthIntrospectionURL,
 		"MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE="+s.opts.OAuthUsernameAttribute,
 		"MAILSTACK_OAUTH2_SCOPE="+s.opts.OAuthScope,
 	)
+}
+
+// maxUsersEnv is the longest user list passed in MAILSTACK_USERS (in
+// user:password entries); a longer one goes through a file
+// (MAILSTACK_USERS_FILE). Linux refuses to exec with one environment string
+// over 128 KiB (MAX_ARG_STRLEN), and the script, doveadm and the watchdog
+// all get this environment: 10,000 users are about 280 KB.
+const maxUsersEnv = 500
+
+// userList is users as user:password entries, sorted.
+func userList(users map[string]string) []string {
+	list := make([]string, 0, len(users))
+	for u, pw := range users {
+		list = append(list, u+":"+pw)
+	}
+	sort.Strings(list)
+	return list
 }
 
 func boolEnv(b bool) string {
