@@ -9,13 +9,16 @@
 // stated in, and with -out writes them into docs/benchmarks.md. With
 // -coord it runs only the coordination benchmark instead (coord.go): how
 // soon imap_wait_for_email wakes after Dovecot has a message, and what 200
-// waits held open cost; -smoke runs a reduced version of both.
+// waits held open cost; -smoke runs a reduced version of both. With -ab REV
+// it compares the list's CPU of another revision's gateway with this
+// tree's, both in one run (ab.go).
 //
 // Run it as root from the repository root (the stack's daemons need both):
 //
 //	go run ./cmd/mailbox-bench -out docs/benchmarks.md         # full run, ~5 min
 //	go run ./cmd/mailbox-bench -coord -out docs/benchmarks.md  # coordination, ~2 min
 //	go run ./cmd/mailbox-bench -smoke                          # CI: 1,000 messages
+//	go run ./cmd/mailbox-bench -ab 1d2ded4 -out docs/benchmarks.md  # A/B of a list's CPU, ~2 min
 package main
 
 import (
@@ -143,7 +146,11 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	if err := runBench(o); err != nil {
+	run := runBench
+	if *abRev != "" {
+		run = runAB // ab.go
+	}
+	if err := run(o); err != nil {
 		fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
 		os.Exit(1)
 	}
