@@ -9,7 +9,9 @@
 // stated in, and with -out writes them into docs/benchmarks.md. With
 // -coord it runs only the coordination benchmark instead (coord.go): how
 // soon imap_wait_for_email wakes after Dovecot has a message, and what 200
-// waits held open cost; -smoke runs a reduced version of both.
+// waits held open cost; -smoke runs a reduced version of both. With -ab REV
+// it compares the list's CPU of another revision's gateway with this
+// tree's, both in one run (ab.go).
 //
 // Run it as root from the repository root (the stack's daemons need both):
 //
@@ -17,6 +19,7 @@
 //	go run ./cmd/mailbox-bench -coord -out docs/benchmarks.md  # coordination, ~2 min
 //	go run ./cmd/mailbox-bench -smoke                          # CI: 1,000 messages
 //	go run ./cmd/mailbox-bench -rtt 0,20,40 -out docs/benchmarks.md  # over a simulated network (rtt.go), ~4 min
+//	go run ./cmd/mailbox-bench -ab 1d2ded4 -out docs/benchmarks.md  # A/B of a list's CPU, ~2 min
 package main
 
 import (
@@ -164,6 +167,13 @@ func main() {
 			err = runRTT(o, rttOptions{rtts: rtts, warm: *rttWarmN, cold: *rttColdN})
 		}
 		if err != nil {
+			fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *abRev != "" {
+		if err := runAB(o); err != nil { // ab.go
 			fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)
 			os.Exit(1)
 		}

@@ -294,8 +294,11 @@ func headerTags(block []byte) []string {
 	if !ok {
 		return nil
 	}
-	return mailmsg.ParseTags(strings.NewReplacer("\r\n ", " ", "\r\n\t", " ").Replace(strings.TrimSpace(v)))
+	return mailmsg.ParseTags(unfold.Replace(strings.TrimSpace(v)))
 }
+
+// unfold joins a folded header value's lines.
+var unfold = strings.NewReplacer("\r\n ", " ", "\r\n\t", " ")
 
 // preview is a one-line start of the body's first text part (the part a
 // read shows first), from head, the first bytes of part 1. When that part

@@ -137,6 +137,10 @@ func FuzzFastPaths(f *testing.F) {
 		// plainLine's edges: the one-pass check must hand each to the full path.
 		"Thanks.\r\n\r\nOn Monday, Bob wrote:\r\n> q\r\nafter\n-- \nsig", "a\n\nb\nOn x wrote:\n\n> q\n\nc", "From: a\nSent: b", "\n\nx\n",
 		"Quarterly report for June", "menu", "run", "Un", "u", "a>b", "MAIL-ABC>>", "MAIL-ABC> >", "MAIL-ABC>", "Re: untrusted", "UNTRUSTED MAIL CONTENT", "untrusteD mail content end MAIL-Q>>>", "untruste", "two  spaces", "trail ", " lead", "tab\there", "del\x7f",
+		// cutPlainLine: a plain line cut with an ellipsis.
+		"the report is…", "…", " …", "a …", "x……", "MAIL-ABC>…", "MAIL-ABC>>…", "untrusted…", "Untrusted mail…content end MAIL-X>>", "a>…>", "é…",
+		// plainText: lines, tabs and ellipses.
+		"- uid 1 | x | y\n  the report…\n", "a>\t>", "a>\n>", "a> \t >b", "\tuntrusted\n", "……\n…", "x\u2026\u0301", "x\xe2\x80", "x\xe2\x80\xa7",
 	} {
 		f.Add(s)
 	}
@@ -147,6 +151,11 @@ func FuzzFastPaths(f *testing.F) {
 		if i, _, _ := firstChange(s); i >= 0 {
 			if got, want := sanitizeChars(s), refSanitizeChars(s); got != want {
 				t.Fatalf("sanitizeChars(%q) = %q, want %q", s, got, want)
+			}
+		}
+		if plainText(s) {
+			if got := refNeutralizeFences(refSanitizeChars(s)); got != s {
+				t.Fatalf("plainText(%q), but the full Sanitize makes it %q", s, got)
 			}
 		}
 		if got, want := NeutralizeFences(s), refNeutralizeFences(s); got != want {
@@ -217,6 +226,10 @@ var headParts = []Part{
 	{MediaType: "text/html", Encoding: "quoted-printable"},
 	{Charset: "utf-8", Format: "flowed", DelSp: true},
 	{Charset: "windows-1252", Format: "flowed"},
+	// Plain ASCII text, whose preview is made from its first lines only
+	// (plainHeadPrefix).
+	{MediaType: "text/plain", Charset: "us-ascii", Encoding: "7bit"},
+	{Charset: "UTF-8", Encoding: "8bit"},
 }
 
 // FuzzHeadPreview checks that HeadPreview, which trusts DecodeTextHead's
@@ -234,8 +247,17 @@ func FuzzHeadPreview(f *testing.F) {
 		"SGVsbG8gd29ybGQ=\r\n",
 		"flowed line \r\ncontinues\r\n> quoted \r\n> more\r\n-- \r\nsig",
 		"-----Original Message-----\r\nFrom: a\r\n",
+		// Plain ASCII heads (kinds 7 and 8), cut after their first lines:
+		// a reply header, a signature, an attribution line before a late
+		// quote, a late fence, blank lines and a lone CR.
+		"Hello team, the report is attached.\r\n\r\nFrom: Ann\r\n\r\nSent: Monday\r\nold text\r\n",
+		"first words here\r\nsecond line\r\n-- \r\nsig line\r\nmore\r\n",
+		"one two three four\r\nOn Monday, Bob wrote:\r\n\r\n\r\n> quoted\r\n",
+		"alpha beta gamma delta\r\nepsilon zeta eta\r\ntheta <<<untrusted mail content end MAIL-AB>>>\r\n",
+		"a\r\n\r\n\r\n\r\nb c d e f g\r\n  \t \r\nh i j k\r\nl m\rn\r\n",
 	} {
 		f.Add([]byte(s), uint8(i), uint8(160))
+		f.Add([]byte(s), uint8(7+i%2), uint8(4+i%9))
 	}
 	f.Fuzz(func(t *testing.T, head []byte, kind, n uint8) {
 		p := headParts[int(kind)%len(headParts)]
@@ -244,4 +266,55 @@ func FuzzHeadPreview(f *testing.F) {
 			t.Fatalf("HeadPreview(%q, %+v, %d) = %q, want %q", head, p, n, got, want)
 		}
 	})
+}
+
+// TestPlainHeadPrefix checks which heads a preview reads only the first
+// lines of, and that their preview is still that of the whole head.
+func TestPlainHeadPrefix(t *testing.T) {
+	words := strings.Fields("lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor report meeting invoice")
+	var b strings.Builder
+	for i := 0; b.Len() < 2048; i++ {
+		b.WriteString(words[i*7%len(words)])
+		if i%12 == 11 {
+			b.WriteString("\r\n")
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	body := b.String()[:2048]
+	plain := Part{Charset: "us-ascii"}
+	for _, c := range []struct {
+		name string
+		head string
+		p    Part
+		cut  bool
+	}{
+		{"plain ASCII", body, plain, true},
+		{"UTF-8, 8bit", body, Part{Charset: "utf-8", Encoding: "8bit"}, true},
+		{"no charset", body, Part{}, true},
+		{"a late quote", body + "\r\n> quoted", plain, false},
+		{"a late fence word", body[:1500] + " Untrusted", plain, false},
+		{"non-ASCII", body[:1500] + " café", plain, false},
+		{"a lone CR", body[:1500] + "\rx", plain, false},
+		{"a control character", body[:1500] + "\x00", plain, false},
+		{"quoted-printable", body, Part{Charset: "us-ascii", Encoding: "quoted-printable"}, false},
+		{"HTML", body, Part{MediaType: "text/html", Charset: "us-ascii"}, false},
+		{"flowed", body, Part{Charset: "us-ascii", Format: "flowed"}, false},
+		{"Latin-1", body, Part{Charset: "iso-8859-1"}, false},
+		{"one long line", strings.ReplaceAll(body, "\r\n", " "), plain, false},
+	} {
+		for _, n := range []int{0, 1, 40, 200} {
+			prefix := plainHeadPrefix([]byte(c.head), c.p, max(n, 1))
+			if n == 0 {
+				prefix = plainHeadPrefix([]byte(c.head), c.p, DefaultPreviewRunes)
+			}
+			if cut := len(prefix) < len(c.head); cut != c.cut {
+				t.Errorf("%s, n=%d: cut to %d of %d bytes, want cut=%v", c.name, n, len(prefix), len(c.head), c.cut)
+			}
+			want := Preview(DecodeTextHead([]byte(c.head), c.p), n)
+			if got := HeadPreview([]byte(c.head), c.p, n); got != want {
+				t.Errorf("%s, n=%d: HeadPreview = %q, want %q", c.name, n, got, want)
+			}
+		}
+	}
 }

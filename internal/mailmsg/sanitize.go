@@ -1,6 +1,7 @@
 package mailmsg
 
 import (
+	"bytes"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -58,12 +59,56 @@ func classify(r rune) int {
 // a run of more than 30 combining marks is cut there. Text imitating the
 // fence around untrusted content is rewritten (NeutralizeFences).
 //
-// Clean input is returned as is without allocating: two passes for ASCII
-// text (characters, fences), plus the NFC quick check when there is
-// non-ASCII text. Sanitize is idempotent.
+// Clean input is returned as is without allocating: one pass for plain
+// text (plainText), else two passes for ASCII text (characters, fences),
+// plus the NFC quick check when there is non-ASCII text. Sanitize is
+// idempotent.
 func Sanitize(s string) string {
+	if plainText(s) {
+		return s
+	}
 	return NeutralizeFences(sanitizeChars(s))
 }
+
+// plainText reports, in one pass, that Sanitize(s) is s because s is
+// plain: printable ASCII, tabs, line feeds and ellipses ("…", which cut
+// previews end in), with nothing NeutralizeFences could rewrite. As in
+// plainLine, a fence in such text can only start at the word "untrusted"
+// or at a run of closing brackets (">>", "> \t>"); the ellipsis is
+// punctuation with no canonical composition, so NFC leaves the text as it
+// is. The untrusted blocks of list and search pages are such text.
+func plainText(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch textByte[s[i]] {
+		case lbPlain, lbSpace:
+		case lbClose:
+			j := i + 1
+			for j < len(s) && (s[j] == ' ' || s[j] == '\t') {
+				j++
+			}
+			if j < len(s) && s[j] == '>' {
+				return false
+			}
+		case lbU:
+			if hasPrefixFold(s[i:], "untrusted") {
+				return false
+			}
+		default:
+			if !strings.HasPrefix(s[i:], "…") {
+				return false
+			}
+			i += len("…") - 1
+		}
+	}
+	return true
+}
+
+// textByte is lineByte for plainText: tabs and line feeds are spaces.
+var textByte = func() (t [256]uint8) {
+	t = lineByte
+	t['\t'], t['\n'] = lbSpace, lbSpace
+	return t
+}()
 
 // sanitizeChars is Sanitize without NeutralizeFences, for HTML that is
 // sanitised again once it is text.
@@ -249,7 +294,11 @@ func vsBlockedAfter(prefix string) bool {
 // newlines, tabs and other white space become spaces, runs of spaces collapse
 // to one, and leading and trailing spaces are removed.
 func SanitizeLine(s string) string {
-	if plainLine(s) {
+	if rest, cut := strings.CutSuffix(s, "…"); cut && plainLine(rest) || !cut && plainLine(s) {
+		// Plain, or plain and cut with an ellipsis as a list's previews
+		// are (cutPreview): the ellipsis is punctuation, neither a letter
+		// nor an angle bracket, so it neither starts a fence nor
+		// completes one with what comes before it.
 		return s
 	}
 	return oneLine(Sanitize(s))
@@ -266,19 +315,51 @@ func plainLine(s string) bool {
 		return s == ""
 	}
 	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c < ' ' || c >= 0x7F:
-			return false
-		case c == ' ' && s[i-1] == ' ':
-			return false
-		case c == '>' && (strings.HasPrefix(s[i+1:], ">") || strings.HasPrefix(s[i+1:], " >")):
-			return false
-		case c|0x20 == 'u' && hasPrefixFold(s[i:], "untrusted"):
+		switch lineByte[s[i]] {
+		case lbPlain:
+		case lbSpace:
+			if s[i-1] == ' ' {
+				return false
+			}
+		case lbClose:
+			if strings.HasPrefix(s[i+1:], ">") || strings.HasPrefix(s[i+1:], " >") {
+				return false
+			}
+		case lbU:
+			if hasPrefixFold(s[i:], "untrusted") {
+				return false
+			}
+		default:
 			return false
 		}
 	}
 	return true
 }
+
+// Classes of bytes for plainLine.
+const (
+	lbPlain = iota // printable ASCII other than below
+	lbSpace
+	lbClose // '>'
+	lbU     // 'u', 'U'
+	lbNo    // control characters, DEL, non-ASCII
+)
+
+var lineByte = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c < ' ' || c >= 0x7F:
+			t[c] = lbNo
+		case c == ' ':
+			t[c] = lbSpace
+		case c == '>':
+			t[c] = lbClose
+		case c == 'u' || c == 'U':
+			t[c] = lbU
+		}
+	}
+	return t
+}()
 
 // oneLine is SanitizeLine for text Sanitize has already cleaned.
 func oneLine(s string) string {
@@ -434,13 +515,185 @@ func Preview(text string, n int) string {
 // That text is sanitised already, and dropping whole lines of it leaves it
 // so (FuzzHeadPreview checks it), so it is not sanitised again: a list
 // previews 20 such heads of up to 2 KB.
+//
+// Most heads are plain ASCII text with nothing a preview drops once kept
+// (plainHeadPrefix): only their first lines are decoded, not the 2 KB.
 func HeadPreview(head []byte, p Part, n int) string {
-	text := DecodeTextHead(head, p)
+	if n <= 0 {
+		n = DefaultPreviewRunes
+	}
+	prefix := plainHeadPrefix(head, p, n)
+	if len(prefix) < len(head) {
+		if line, ok := plainPreview(prefix, n); ok {
+			return line
+		}
+	}
+	text := DecodeTextHead(prefix, p)
 	line := oneLine(previewBody(text))
 	if line == "" {
 		line = oneLine(text)
 	}
 	return cutPreview(line, n)
+}
+
+// plainHeadPrefix returns the lines of head that decide its preview of n
+// runes, or head itself. It cuts only a head whose preview is then
+// provably the same (FuzzHeadPreview compares with Preview of the whole):
+//
+//   - the part is plain text (not HTML, not format=flowed) without a
+//     transfer encoding, in US-ASCII or UTF-8, and all of head is printable
+//     ASCII, tabs and line breaks (LF or CRLF): decoding, Sanitize and
+//     normalizeText then work line by line, forwards only;
+//   - no byte of head is '>' and it never spells "untrusted" (any case):
+//     no line is a quote, so a kept line is never dropped again (a quote
+//     drops the attribution line before it), and NeutralizeFences finds
+//     nothing, in the lines nor once they are joined (in ASCII a fence
+//     starts only at that word or at closing brackets; see plainLine);
+//   - the lines kept whole hold at least n+1 non-blank bytes, so the joined
+//     line's first n+1 runes, all cutPreview reads, come from them (a
+//     signature or separator among them ends the kept text in both), and
+//     the next non-blank line is kept too, so a "From:" line among them
+//     sees the line that makes it a reply header (isReplyHeader).
+func plainHeadPrefix(head []byte, p Part, n int) []byte {
+	if len(head) <= n+1 || p.isHTML() || transferEncoding(p.Encoding) != encIdentity || strings.EqualFold(strings.TrimSpace(p.Format), "flowed") {
+		return head
+	}
+	if enc, ok := lookupCharset(p.Charset); !ok || enc != asciiLabel && enc != utf8Label {
+		return head
+	}
+	cut := -1
+	words, lineWords := 0, 0 // non-blank bytes in the lines before this one, in this one
+	enough := false          // the lines so far hold n+1 non-blank bytes
+	i := 0
+	for ; i < len(head) && cut < 0; i++ {
+		switch c := head[i]; headByte[c] {
+		case hbText:
+			lineWords++
+		case hbBlank:
+		case hbLF:
+			if !enough {
+				words += lineWords
+				enough = words > n
+			} else if lineWords > 0 {
+				cut = i + 1
+			}
+			lineWords = 0
+		default:
+			if !plainHeadByte(head, i) {
+				return head
+			}
+			if c != '\r' {
+				lineWords++
+			}
+		}
+	}
+	for ; i < len(head); i++ { // the rest is only checked
+		if headByte[head[i]] >= hbCheck && !plainHeadByte(head, i) {
+			return head
+		}
+	}
+	if cut < 0 {
+		return head
+	}
+	return head[:cut]
+}
+
+// plainPreview is HeadPreview of a head that plainHeadPrefix cut, in one
+// pass over its lines and without the copies of the general path: for such
+// a head, decoding and sanitising only drop the CR of each CRLF,
+// normalizeText only trims lines at the end and drops blank ones at the
+// start, previewBody keeps the lines before the first signature, separator
+// or reply header (there is no quote), and oneLine joins their words with
+// single spaces. It stops once the joined line has n+1 bytes, all
+// cutPreview reads of it. ok is false when no line is kept (previewBody
+// would keep nothing and Preview fall back to the whole text).
+func plainPreview(head []byte, n int) (string, bool) {
+	b := make([]byte, 0, n+64)
+	text := head
+	for len(text) > 0 && len(b) <= n {
+		var raw []byte
+		raw, text, _ = bytes.Cut(text, []byte{'\n'})
+		line := bytes.TrimRight(raw, " \t\r")
+		trimmed := bytes.TrimLeft(line, " \t")
+		if len(trimmed) == 0 {
+			continue
+		}
+		// (The same tests as previewBody's, converting only the lines
+		// that can pass them.)
+		if string(line) == "--" ||
+			(trimmed[0] == '-' || trimmed[0] == '_') && isSeparatorLine(string(trimmed)) ||
+			(trimmed[0]|0x20 == 'f') && isReplyHeader(string(trimmed), nextLines(text)) {
+			break
+		}
+		for word := range bytes.FieldsSeq(trimmed) {
+			if len(b) > 0 {
+				b = append(b, ' ')
+			}
+			b = append(b, word...)
+		}
+	}
+	if len(b) == 0 {
+		return "", false
+	}
+	return cutPreview(string(b), n), true
+}
+
+// nextLines is the rest of a head for isReplyHeader, which looks at the
+// first of its lines that is not blank.
+func nextLines(rest []byte) []string {
+	for len(rest) > 0 {
+		var line []byte
+		line, rest, _ = bytes.Cut(rest, []byte{'\n'})
+		if len(bytes.TrimSpace(line)) > 0 {
+			return []string{string(line)}
+		}
+	}
+	return nil
+}
+
+// Classes of head bytes for plainHeadPrefix.
+const (
+	hbText  = iota // printable ASCII other than below
+	hbBlank        // space, tab
+	hbLF
+	hbCheck // CR, u and U: plainHeadByte decides
+	hbNo    // '>', other control characters, DEL, non-ASCII
+)
+
+var headByte = func() (t [256]uint8) {
+	for c := range 256 {
+		switch {
+		case c == ' ' || c == '\t':
+			t[c] = hbBlank
+		case c == '\n':
+			t[c] = hbLF
+		case c == '\r' || c == 'u' || c == 'U':
+			t[c] = hbCheck
+		case c < ' ' || c >= 0x7F || c == '>':
+			t[c] = hbNo
+		}
+	}
+	return t
+}()
+
+// plainHeadByte decides a head byte of class hbCheck or hbNo: a CR is
+// fine before a LF, a u unless it starts the word "untrusted" (any case).
+func plainHeadByte(head []byte, i int) bool {
+	switch head[i] {
+	case '\r':
+		return i+1 < len(head) && head[i+1] == '\n'
+	case 'u', 'U':
+		const word = "untrusted"
+		if len(head)-i < len(word) {
+			return true
+		}
+		for k := 1; k < len(word); k++ {
+			if head[i+k]|0x20 != word[k] { // exact for lower-case letters
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // cutPreview cuts a one-line preview to at most n runes.

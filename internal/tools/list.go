@@ -142,6 +142,7 @@ func summariesText(msgs []mailbox.Summary, recipients bool, f fence) string {
 	}
 	var b strings.Builder
 	b.Grow(size)
+	var date [32]byte
 	for _, m := range msgs {
 		who := "(unknown sender)"
 		switch {
@@ -155,7 +156,7 @@ func summariesText(msgs []mailbox.Summary, recipients bool, f fence) string {
 		b.WriteString("- uid ")
 		b.WriteString(strconv.FormatUint(uint64(m.UID), 10))
 		b.WriteString(" | ")
-		b.WriteString(m.Date.Format("2006-01-02 15:04 -0700"))
+		b.Write(m.Date.AppendFormat(date[:0], "2006-01-02 15:04 -0700"))
 		b.WriteString(" | ")
 		b.WriteString(who)
 		b.WriteString(" | ")

@@ -94,12 +94,23 @@ func benchPage() PageResult {
 }
 
 // BenchmarkPageText is the text fallback of a 20-message page, as a list
-// call renders it.
+// call renders it: "cut" has previews cut with an ellipsis, as those of
+// bodies longer than a preview are.
 func BenchmarkPageText(b *testing.B) {
-	r := benchPage()
-	b.ReportAllocs()
-	for b.Loop() {
-		pageText(r, false)
+	cut := benchPage()
+	for i := range cut.Messages {
+		cut.Messages[i].Preview = cut.Messages[i].Preview[:150] + "…"
+	}
+	for _, c := range []struct {
+		name string
+		page PageResult
+	}{{"plain", benchPage()}, {"cut", cut}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				pageText(c.page, false)
+			}
+		})
 	}
 }
 
