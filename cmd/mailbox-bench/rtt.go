@@ -526,7 +526,7 @@ func rtGuardVerdict(committed, smoke map[string]rtGuardFigures) (string, error) 
 
 // rttNotes explain what the tables can't.
 var rttNotes = []string{
-	"The direct client's commands per tool: list STATUS + FETCH (one flight); search STATUS + UID SEARCH, then FETCH; read one FETCH; folders one LIST-STATUS; thread UID THREAD, then the members' FETCH, then EXAMINE Sent + the SEARCH for the conversation's ids + EXAMINE INBOX (the gateway searches Sent too; the fixture's Sent holds none of the conversation); peek STATUS + UID SEARCH UNSEEN + FETCH, then FETCH of the unread senders; check (limit 1) UID SEARCH UNSEEN MODSEQ RETURN (MIN), then FETCH + UID STORE UNCHANGEDSINCE (exactly once, as the gateway); attachment one FETCH of structure and part; set_flags one UID STORE; move one UID MOVE; send a go-smtp session (greeting, EHLO, AUTH, MAIL, RCPT, DATA, QUIT; go-smtp does not pipeline) and APPEND to Sent.",
+	"The direct client's commands per tool: list STATUS + FETCH (one flight); search STATUS + UID SEARCH, then FETCH; read one FETCH; folders one LIST-STATUS; thread UID THREAD, then the members' FETCH, then EXAMINE Sent + the SEARCH for the conversation's ids + SELECT INBOX (the gateway searches Sent too; the fixture's Sent holds none of the conversation); peek STATUS + UID SEARCH UNSEEN + FETCH, then FETCH of the unread senders; check (limit 1) UID SEARCH UNSEEN MODSEQ RETURN (MIN), then FETCH + UID STORE UNCHANGEDSINCE (exactly once, as the gateway); attachment one FETCH of structure and part; set_flags one UID STORE; move one UID MOVE; send a go-smtp session (greeting, EHLO, AUTH, MAIL, RCPT, DATA, QUIT; go-smtp does not pipeline) and APPEND to Sent.",
 	"Cold direct: TCP, TLS, LOGIN, EXAMINE (SELECT for the writes; nothing for folders and send), each waited for, then the commands (go-imap writes LOGIN without waiting for the greeting, so it leaves with TLS's last flight: 5 round trips before a one-flight command); LOGOUT is not timed. Cold gateway: a user the gateway has not seen, its MCP client set up before the clock starts.",
 	"The gateway runs with MAILBOX_ACCESS=organize (set_flags and move need it), POOL_REVALIDATE=1h (a warm connection is not replaced by a fresh login in the middle of the samples) and MAX_POOL_SIZE=400.",
 }
@@ -918,7 +918,7 @@ var threadFetch = &imap.FetchOptions{
 // directThread finds the conversation as the gateway does, in INBOX and
 // Sent, in three flights: UID THREAD (REFS where offered); the members'
 // FETCH; the SEARCH of Sent for the conversation's ids between an EXAMINE
-// of Sent and one of INBOX (the fixture's Sent holds none of it, so
+// of Sent and a SELECT of INBOX (the fixture's Sent holds none of it, so
 // nothing more is fetched, and the connection is back in INBOX).
 func directThread(c *imapclient.Client, uid imap.UID) error {
 	algo := imap.ThreadReferences
@@ -960,7 +960,7 @@ func directThread(c *imapclient.Client, uid imap.UID) error {
 	}
 	sent := c.Select("Sent", &imap.SelectOptions{ReadOnly: true})
 	search := c.UIDSearch(idsCriteria(ids), nil)
-	inbox := c.Select("INBOX", &imap.SelectOptions{ReadOnly: true})
+	inbox := c.Select("INBOX", nil) // read-write, as the warm connection was (check and the writes need it)
 	if _, err := sent.Wait(); err != nil {
 		return err
 	}
