@@ -94,8 +94,8 @@ func rtCalls() []rtCall {
 	return []rtCall{
 		same("imap_list_emails", map[string]any{"limit": 5}, 4, 1),
 		same("imap_search_emails", map[string]any{"from": "carol"}, 5, 2),
-		same("imap_read_email", map[string]any{"uid": 1}, 4, 1),
-		same("imap_list_folders", nil, 6, 1),
+		same("imap_read_email", map[string]any{"uid": 1}, 3, 1),
+		same("imap_list_folders", nil, 3, 1),
 		same("imap_get_thread", map[string]any{"uid": 2}, 6, 3),
 		same("imap_peek_inbox", nil, 5, 2),
 		same("imap_check_inbox", map[string]any{"limit": 1}, 8, 5),

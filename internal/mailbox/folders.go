@@ -39,32 +39,64 @@ var folderStatus = &imap.StatusOptions{NumMessages: true, NumUnseen: true}
 // round trip when the server offers it, else LIST plus pipelined STATUS.
 func (c *Client) ListFolders(ctx context.Context, creds credentials.Credentials) ([]Folder, error) {
 	var out []Folder
-	err := c.do(ctx, creds, "listing the folders", true, func(ctx context.Context, conn *Conn) error {
-		var err error
+	// The LIST goes behind the LOGIN on a new connection to a host whose
+	// capabilities are known (opening.go).
+	var fl folderList
+	open := &opening{send: func(conn *Conn, caps imap.CapSet) { fl.send(conn.client(), caps) }}
+	err := c.doOpen(ctx, creds, open, "listing the folders", true, func(ctx context.Context, conn *Conn) error {
+		// Read first: it was sent first, and go-imap stalls while an
+		// answer waits for its reader.
+		data, err := fl.cmd.Collect()
+		if err != nil && fl.refused(err, conn.client()) {
+			fl.send(conn.client(), conn.client().Caps())
+			data, err = fl.cmd.Collect()
+		}
+		if err != nil {
+			return imapError(err, "")
+		}
 		if conn.srv, err = c.learn(conn); err != nil {
 			return err
 		}
-		out, err = listFolders(conn)
+		out, err = listFolders(conn, data, fl.status)
 		return err
 	})
 	return out, err
 }
 
-func listFolders(conn *Conn) ([]Folder, error) {
-	cl := conn.client()
-	caps := cl.Caps()
+// folderList is the LIST of every folder, with its special-use
+// attributes and STATUS where the server offers them.
+type folderList struct {
+	cmd    *imapclient.ListCommand
+	status bool // the LIST asks for STATUS (LIST-STATUS)
+}
+
+func (fl *folderList) send(cl *imapclient.Client, caps imap.CapSet) {
 	opts := &imap.ListOptions{}
 	if caps.Has(imap.CapSpecialUse) {
 		opts.ReturnSpecialUse = true
 	}
-	listStatus := caps.Has(imap.CapListStatus) || caps.Has(imap.CapIMAP4rev2)
-	if listStatus {
+	fl.status = caps.Has(imap.CapListStatus) || caps.Has(imap.CapIMAP4rev2)
+	if fl.status {
 		opts.ReturnStatus = folderStatus
 	}
-	data, err := cl.List("", "*", opts).Collect()
-	if err != nil {
-		return nil, imapError(err, "")
-	}
+	fl.cmd = cl.List("", "*", opts)
+}
+
+// refused says whether err is a BAD to a LIST that asked, on the host's
+// learned capabilities, for more than this connection's server offers:
+// asked again, it asks for what the server offers.
+func (fl *folderList) refused(err error, cl *imapclient.Client) bool {
+	var ie *imap.Error
+	caps := cl.Caps()
+	return asIMAP(err, &ie) && ie.Type == imap.StatusResponseTypeBad &&
+		(fl.status && !caps.Has(imap.CapListStatus) && !caps.Has(imap.CapIMAP4rev2) || !caps.Has(imap.CapSpecialUse))
+}
+
+// listFolders makes the folders of the LIST's answer data; status says
+// whether it carried their STATUS.
+func listFolders(conn *Conn, data []*imap.ListData, listStatus bool) ([]Folder, error) {
+	cl := conn.client()
+	caps := cl.Caps()
 	folders := make([]Folder, 0, len(data))
 	var pending []*statusWait
 	if !listStatus && conn.selected != "" {
