@@ -30,7 +30,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 )
 
@@ -75,28 +74,16 @@ func runAB(o options) error {
 	if err := sdkReady(); err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "mbench-ab-")
+	b := &bench{o: o}
+	cleanup, err := b.prepare("mbench-ab-") // builds this tree's gateway
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if o.keep {
-			logf("kept %s (gateway logs)", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	}()
-	key, err := credentials.NewKey()
-	if err != nil {
-		return err
-	}
+	defer cleanup()
+	dir, key := b.dir, b.key
+	head := &abSide{file: "head", label: "this tree (" + treeName() + ")", bin: b.bin}
 	base := &abSide{file: "base"}
 	if base.bin, base.label, err = buildRevision(dir, *abRev); err != nil {
-		return err
-	}
-	head := &abSide{file: "head", label: "this tree (" + treeName() + ")"}
-	logf("building this tree's gateway")
-	if head.bin, err = buildGateway(dir); err != nil {
 		return err
 	}
 	sides := []*abSide{base, head}

@@ -30,7 +30,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 
-	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mcpcall"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/rttproxy"
@@ -248,26 +247,13 @@ type usersReport struct {
 
 func runUsers(o options) error {
 	rep := &usersReport{n: o.users, args: o.args, started: time.Now(), dcLog: map[string]int{}}
-	dir, err := os.MkdirTemp("", "mbench-users-")
+	b := &bench{o: o}
+	cleanup, err := b.prepare("mbench-users-")
 	if err != nil {
 		return err
 	}
-	defer func() {
-		if o.keep {
-			logf("kept %s (gateway logs)", dir)
-			return
-		}
-		os.RemoveAll(dir)
-	}()
-	key, err := credentials.NewKey()
-	if err != nil {
-		return err
-	}
-	logf("building the gateway")
-	bin, err := buildGateway(dir)
-	if err != nil {
-		return err
-	}
+	defer cleanup()
+	dir, key, bin := b.dir, b.key, b.bin
 	users := make(map[string]string, o.users)
 	for i := range o.users {
 		users[usersName(i)] = usersPass(i)
