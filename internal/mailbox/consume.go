@@ -175,8 +175,9 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 			return err
 		}
 		cl := conn.client()
-		if conn.stale() {
-			search.Wait()
+		// Whether the server reported a change is known once the
+		// flight's answers are in.
+		if search.Wait(); conn.stale() {
 			search = unreadSearch(cl, crit, false)
 		}
 		condStore = hasCondStore(cl.Caps())

@@ -1,0 +1,101 @@
+package tests
+
+import (
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-imap/v2"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+)
+
+// TestFreshAfterOtherSession: a tool on a pooled connection that has the
+// folder open sees mail another session filed a moment before, although
+// its first commands go in one flight with the NOOP that brings Dovecot's
+// view up to date, and Dovecot runs a SEARCH pipelined behind a NOOP before
+// the NOOP's refresh (opening.go: the operation asks again when the server
+// reported a change during the flight).
+func TestFreshAfterOtherSession(t *testing.T) {
+	s := mailtest.StartT(t, mailtest.Options{Users: map[string]string{"fresh@example.test": "freshpw"}})
+	user := "fresh@example.test"
+	g := startGateway(t, s, "MAILBOX_ACCESS=organize")
+	c := mailtest.MCPClient(t, g.URL, map[string]string{"x-imap-user": user, "x-imap-pass": "freshpw"}, "")
+	d := direct(t, s, user)
+	if _, err := d.Select("INBOX", nil).Wait(); err != nil {
+		t.Fatal(err)
+	}
+	file := func(subject string) uint32 {
+		t.Helper()
+		m := "From: Zed <zed@example.test>\r\nTo: " + user + "\r\nSubject: " + subject + "\r\nMessage-ID: <" + subject + "@example.test>\r\nX-Mailbox-Tags: " + subject + "\r\n\r\nbody\r\n"
+		cmd := d.Append("INBOX", int64(len(m)), nil)
+		cmd.Write([]byte(m))
+		cmd.Close()
+		data, err := cmd.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Long enough for Dovecot to have taken the change in without
+		// telling the gateway's session (seen missed at 300 ms).
+		time.Sleep(300 * time.Millisecond)
+		return uint32(data.UID)
+	}
+	// The pooled connection has INBOX open from here on.
+	mailtest.Call(t, c, "imap_peek_inbox", nil)
+
+	for round := 1; round <= 3; round++ {
+		n := strconv.Itoa(round)
+
+		file("search-" + n)
+		var found struct {
+			Total    int `json:"total"`
+			Messages []struct {
+				Subject string `json:"subject"`
+			} `json:"messages"`
+		}
+		mailtest.Decode(t, mailtest.Call(t, c, "imap_search_emails", map[string]any{"subject": "search-" + n}), &found)
+		if len(found.Messages) != 1 {
+			t.Errorf("round %d: the search found %d messages filed a moment before, want 1", round, len(found.Messages))
+		}
+
+		before := 4*(round-1) + 1 // four messages a round
+		file("peek-" + n)
+		var peek struct {
+			Total  int `json:"total"`
+			Unread int `json:"unread"`
+		}
+		mailtest.Decode(t, mailtest.Call(t, c, "imap_peek_inbox", nil), &peek)
+		if peek.Total != before+1 {
+			t.Errorf("round %d: the peek counts %d messages, want %d", round, peek.Total, before+1)
+		}
+
+		uid := file("check-" + n)
+		var checked struct {
+			Messages []struct {
+				UID uint32 `json:"uid"`
+			} `json:"messages"`
+		}
+		mailtest.Decode(t, mailtest.Call(t, c, "imap_check_inbox", map[string]any{"tag": "check-" + n}), &checked)
+		if len(checked.Messages) != 1 || checked.Messages[0].UID != uid {
+			t.Errorf("round %d: the check by tag took %+v, want UID %d", round, checked.Messages, uid)
+		}
+		mailtest.Decode(t, mailtest.Call(t, c, "imap_check_inbox", map[string]any{"limit": 10}), &checked)
+		if len(checked.Messages) != 2 {
+			t.Errorf("round %d: the check took %+v, want the 2 other unread ones", round, checked.Messages)
+		}
+
+		uid = file("flag-" + n)
+		res, err := mailtest.CallErr(c, "imap_set_flags", map[string]any{"uids": []uint32{uid}, "add": []string{"flagged"}})
+		if err != nil || res.IsError {
+			t.Errorf("round %d: set_flags on the message filed a moment before: %v %s", round, err, mailtest.Text(res))
+		}
+		// What the server has: the flag is set.
+		bufs, err := d.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{UID: true, Flags: true}).Collect()
+		if err != nil || len(bufs) != 1 || !containsFlag(bufs[0].Flags, string(imap.FlagFlagged)) {
+			t.Errorf("round %d: the message's flags on the server: %v %v", round, bufs, err)
+		}
+		// It counts as read (set_flags does not read it): the next
+		// round's check takes only its own three.
+		d.Store(imap.UIDSetNum(imap.UID(uid)), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close()
+	}
+}
