@@ -197,17 +197,7 @@ func runAB(o options) error {
 func runLat(n int, fn func() (time.Duration, error)) *result {
 	r := &result{}
 	for range n {
-		d, err := fn()
-		r.Wall += d
-		r.Calls++
-		if err != nil {
-			r.Errors++
-			if r.Err == nil {
-				r.Err = err
-			}
-			continue
-		}
-		r.lat = append(r.lat, d)
+		r.addCall(fn())
 	}
 	return r
 }

@@ -816,18 +816,7 @@ func runRotating(n int, max time.Duration, ops []func() error) []*result {
 			j := (i + k) % len(ops)
 			t := time.Now()
 			err := ops[j]()
-			d := time.Since(t)
-			r := rs[j]
-			r.Calls++
-			r.Wall += d
-			if err != nil {
-				r.Errors++
-				if r.Err == nil {
-					r.Err = err
-				}
-				continue
-			}
-			r.lat = append(r.lat, d)
+			rs[j].addCall(time.Since(t), err)
 		}
 	}
 	return rs

@@ -334,11 +334,10 @@ func sendLogin(c *imapclient.Client, creds credentials.Credentials, conn *Conn, 
 	}
 	srv := conn.host.server()
 	if o.folder != "" {
-		// Whether the server has SPECIAL-USE (or CONDSTORE) is known
-		// only after the LOGIN, unless learned before: the LIST goes
-		// anyway, and finishSelect ignores it if not.
-		condStore := o.condStore && srv != nil && hasCondStore(srv.caps)
-		conn.inflight = startSelect(c, o.folder, !o.rw, condStore, true)
+		// Whether the server has SPECIAL-USE is known only after the
+		// LOGIN, unless learned before: the LIST goes anyway, and
+		// finishSelect ignores it if not.
+		conn.inflight = startSelect(c, o.folder, !o.rw, false, true)
 		o.selectOnly = conn
 	}
 	if srv != nil {

@@ -43,8 +43,6 @@ type opening struct {
 	folder string
 	// rw selects folder read-write (SELECT) rather than read-only.
 	rw bool
-	// condStore asks SELECT (CONDSTORE) (RFC 7162) where caps has it.
-	condStore bool
 	// fresh: on a connection that has folder open already, a NOOP goes
 	// first and the operation must ask Conn.stale after its first answers.
 	fresh bool
@@ -101,7 +99,7 @@ func (conn *Conn) begin(o *opening) {
 		default:
 			conn.selected, conn.role = "", ""
 			caps := cl.Caps()
-			conn.inflight = startSelect(cl, o.folder, !o.rw, o.condStore && hasCondStore(caps), caps.Has(imap.CapSpecialUse))
+			conn.inflight = startSelect(cl, o.folder, !o.rw, false, caps.Has(imap.CapSpecialUse))
 		}
 	}
 	if o.send != nil {
@@ -150,7 +148,9 @@ func (conn *Conn) takeOpened(folder string, readOnly bool) (data *imap.SelectDat
 	return r.data, r.err, true
 }
 
-// stale says whether the server reported a change of the selected folder
+// stale says, once the answers to the operation's first flight are read
+// (asked before they are in, it has not seen the change yet), whether the
+// server reported a change of the selected folder
 // (a message arrived, left, or had its flags changed by another session)
 // since the operation's first flight went out: what its first answers said
 // may then miss it, and a fresh operation asks again. It also starts
