@@ -98,7 +98,7 @@ func rtCalls() []rtCall {
 		same("imap_list_folders", nil, 3, 1),
 		same("imap_get_thread", map[string]any{"uid": 2}, 6, 3),
 		same("imap_peek_inbox", nil, 5, 2),
-		same("imap_check_inbox", map[string]any{"limit": 1}, 8, 5),
+		same("imap_check_inbox", map[string]any{"limit": 1}, 6, 3),
 		same("imap_get_attachment", map[string]any{"uid": 3, "part_id": "2"}, 3, 1),
 		{tool: "imap_set_flags", cold: map[string]any{"uids": []int{1}, "add": []string{"flagged"}}, warm: map[string]any{"uids": []int{2}, "add": []string{"flagged"}}, coldMax: 4, warmMax: 2},
 		{tool: "imap_move_emails", cold: map[string]any{"uids": []int{8}, "to_folder": "Archive"}, warm: map[string]any{"uids": []int{9}, "to_folder": "Archive"}, coldMax: 4, warmMax: 2},

@@ -252,7 +252,7 @@ func (c *Client) replay(ctx context.Context, creds credentials.Credentials, srv 
 			}
 			out.ExactlyOnce = false
 		}
-		return readClaimed(ctx, c, conn, folder, take, maxChars, out)
+		return readClaimed(ctx, c, conn, folder, take, maxChars, out, nil, nil)
 	})
 	if err != nil {
 		return nil, err

@@ -150,7 +150,7 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, o *open
 			return err
 		}
 		lease.Discard()
-		if readOnly && attempt == 0 && lease.Reused() && ctx.Err() == nil && brokenConnection(err) {
+		if readOnly && (o == nil || !o.changing) && attempt == 0 && lease.Reused() && ctx.Err() == nil && brokenConnection(err) {
 			c.log.DebugContext(ctx, "retrying on a fresh connection", "err", err)
 			continue
 		}

@@ -81,10 +81,13 @@ type Conn struct {
 	selected    string // mailbox name as sent to the server, "" if none
 	selectedRW  bool   // selected read-write (SELECT) rather than EXAMINE
 	uidValidity uint32
-	role        string  // special-use role of the selected mailbox (folders.go), "" if none
-	srv         *Server // what is known about the server (server.go), nil until learned
-	host        *hostState
-	closeOnce   sync.Once
+	// modSeqs: the selected folder keeps mod-sequences (its select
+	// answered HIGHESTMODSEQ, not NOMODSEQ: RFC 7162).
+	modSeqs   bool
+	role      string  // special-use role of the selected mailbox (folders.go), "" if none
+	srv       *Server // what is known about the server (server.go), nil until learned
+	host      *hostState
+	closeOnce sync.Once
 
 	// The call's opening (opening.go): the select it sent and not yet
 	// read, then its answer for the operation; the changes the server
@@ -337,7 +340,7 @@ func sendLogin(c *imapclient.Client, creds credentials.Credentials, conn *Conn, 
 		// Whether the server has SPECIAL-USE is known only after the
 		// LOGIN, unless learned before: the LIST goes anyway, and
 		// finishSelect ignores it if not.
-		conn.inflight = startSelect(c, o.folder, !o.rw, false, true)
+		conn.inflight = startSelect(c, o.folder, !o.rw, o.condStore, true)
 		o.selectOnly = conn
 	}
 	if srv != nil {

@@ -159,6 +159,10 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 			return out, err
 		}
 	}
+	sp := claimSpec{folder: folder, crit: crit, tag: o.Tag, limit: limit, maxChars: maxChars, key: claim, srv: srv}
+	if claim == nil && hasCondStore(srv.caps) {
+		return claimOnPool(ctx, c, creds, sp)
+	}
 	var found, condStore bool
 	var uv uint32
 	// The search goes with the EXAMINE (behind the LOGIN on a new
@@ -196,7 +200,75 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 	if !condStore {
 		take = claimLoosely
 	}
-	return take(ctx, c, creds, claimSpec{folder: folder, crit: crit, tag: o.Tag, limit: limit, maxChars: maxChars, key: claim, srv: srv})
+	return take(ctx, c, creds, sp)
+}
+
+// claimOnPool is Consume without an idempotency key on a server with
+// CONDSTORE: the look and the claim on one pooled connection, which reads
+// the conditional STORE's answer through its modifiedTap (no login per
+// claim). The folder opens read-write (CONDSTORE) with the search for the
+// candidates and their MODSEQ in its flight (behind the LOGIN on a new
+// connection), or behind a NOOP where the connection has it open in
+// either mode; the candidates' flags and the start of their reads come in
+// one FETCH, then the conditional STORE: three round trips when there is
+// mail, one when there is none.
+func claimOnPool(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
+	x := newExactClaim(sp)
+	var search *imapclient.SearchCommand
+	open := &opening{folder: sp.folder, rw: true, either: true, condStore: true, fresh: true, send: func(conn *Conn, _ imap.CapSet) {
+		search = unreadSearch(conn.client(), sp.crit, true)
+	}}
+	err := c.doOpen(ctx, creds, open, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
+		if err := conn.openEither(sp.folder, true); err != nil {
+			search.Wait()
+			return err
+		}
+		cl := conn.client()
+		// Whether the server reported a change is known once the
+		// flight's answers are in.
+		if search.Wait(); conn.stale() {
+			search = unreadSearch(cl, sp.crit, true)
+		}
+		x.out.UIDValidity = conn.uidValidity
+		var first *firstPick
+		uids, more, modSeq, err := pickUnreadFrom(cl, search, sp.tag, sp.limit)
+		switch {
+		case err != nil && conn.modSeqs:
+			return err
+		case err != nil:
+			// A folder without mod-sequences (NOMODSEQ) refuses the
+			// MODSEQ criterion: take looks again its own way.
+		case len(uids) == 0:
+			return nil
+		default:
+			first = &firstPick{uids: uids, more: more, modSeq: modSeq, uidValidity: conn.uidValidity}
+		}
+		if conn.tap == nil {
+			return mailerr.New(mailerr.Internal, "the pooled connection cannot read a conditional store's answer")
+		}
+		// From here a STORE may go out: a broken connection is not
+		// retried on another (the claimed messages go back: unclaim).
+		open.changing = true
+		if err := x.take(ctx, c, creds, conn, conn.tap, first); err != nil {
+			return err
+		}
+		return x.read(ctx, c, conn)
+	})
+	if err != nil {
+		c.unclaim(ctx, creds, sp.folder, x.out.UIDValidity, notReturned(x.claimed, x.out.Messages))
+		return nil, err
+	}
+	return x.finish(), nil
+}
+
+// firstPick is a claim's first candidates, found on the connection the
+// claim runs on: the oldest unread matches, whether there are more, the
+// highest MODSEQ among the matches, and the UIDVALIDITY they are of.
+type firstPick struct {
+	uids        []imap.UID
+	more        bool
+	modSeq      uint64
+	uidValidity uint32
 }
 
 // claimSpec is what one consume claims.
@@ -209,31 +281,14 @@ type claimSpec struct {
 	srv             *Server
 }
 
-// claimExactly claims with a conditional STORE on a tapped connection
-// (its modifiedTap reads the STORE's whole answer), then reads what it
-// claimed there. Without a key that is a pooled connection: a claim costs
-// no login. With one, the claim's records are written on pooled
-// connections while the claim holds a connection of its own.
+// claimExactly claims with a conditional STORE on a connection of its own
+// with a modifiedTap (reading the STORE's whole answer), then reads what
+// it claimed there: the claim with an idempotency key, whose records are
+// written on pooled connections while the claim holds its connection (on
+// a pooled one, a nested lease could wait for itself).
 func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
 	folder := sp.folder
-	cl := &exactClaim{sp: sp, out: &Consumed{Folder: folder, Messages: []Message{}, ExactlyOnce: true}, loose: map[imap.UID]bool{}}
-	if sp.key == nil {
-		err := c.do(ctx, creds, "marking the messages read", false, func(ctx context.Context, conn *Conn) error {
-			if conn.tap == nil {
-				return mailerr.New(mailerr.Internal, "the pooled connection cannot read a conditional store's answer")
-			}
-			if err := cl.take(ctx, c, creds, conn, conn.tap); err != nil {
-				return err
-			}
-			return readClaimed(ctx, c, conn, folder, cl.claimed, sp.maxChars, cl.out)
-		})
-		if err != nil {
-			c.unclaim(ctx, creds, folder, cl.out.UIDValidity, notReturned(cl.claimed, cl.out.Messages))
-			return nil, err
-		}
-		return cl.finish(), nil
-	}
-
+	cl := newExactClaim(sp)
 	tap := &modifiedTap{}
 	cfg, err := c.hostConfig(creds)
 	if err != nil {
@@ -248,7 +303,7 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	err = c.within(ctx, conn, "marking the messages read", func() error { return cl.take(ctx, c, creds, conn, tap) })
+	err = c.within(ctx, conn, "marking the messages read", func() error { return cl.take(ctx, c, creds, conn, tap, nil) })
 	if err != nil {
 		// What earlier rounds claimed goes back; what the failed STORE
 		// did, if anything, cannot be known (a retry with the same
@@ -262,7 +317,7 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 			c.log.WarnContext(ctx, "the claim's final record was not written; a retry with its key may return more", "err", err)
 		}
 	}
-	if err := readClaimed(ctx, c, conn, folder, cl.claimed, sp.maxChars, cl.out); err != nil {
+	if err := cl.read(ctx, c, conn); err != nil {
 		c.unclaim(ctx, creds, folder, cl.out.UIDValidity, notReturned(cl.claimed, cl.out.Messages))
 		return nil, err
 	}
@@ -281,11 +336,28 @@ type exactClaim struct {
 	loose map[imap.UID]bool
 	// keyInClaim: the key's keyword went in the conditional STORE.
 	keyInClaim bool
+	// heads: the answer to each claimed message's first read FETCH
+	// (startHeadsAndStructures), fetched before the STORE with the flags
+	// that decide it (won).
+	heads map[imap.UID]*imapclient.FetchMessageBuffer
 }
 
-// take selects the folder (CONDSTORE) on conn and claims its oldest
-// unread matches with conditional STOREs, tap reading their answers.
-func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Credentials, conn *Conn, tap *modifiedTap) error {
+func newExactClaim(sp claimSpec) *exactClaim {
+	return &exactClaim{
+		sp:    sp,
+		out:   &Consumed{Folder: sp.folder, Messages: []Message{}, ExactlyOnce: true},
+		loose: map[imap.UID]bool{},
+		heads: map[imap.UID]*imapclient.FetchMessageBuffer{},
+	}
+}
+
+// take claims the folder's oldest unread matches on conn with
+// conditional STOREs, tap reading their answers. first, when not nil, is
+// the first candidates, found on conn with the folder open: taken as
+// they are when it is open read-write with mod-sequences, else with the
+// SELECT (CONDSTORE) in one flight. Without first, the SELECT goes with
+// the first search.
+func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Credentials, conn *Conn, tap *modifiedTap, first *firstPick) error {
 	sp, out, folder := x.sp, x.out, x.sp.folder
 	cl := conn.client()
 	// On a server whose conditional STORE is atomic and reports its own
@@ -293,35 +365,65 @@ func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Cred
 	// elsewhere it would make a losing STORE a change of its own, so it
 	// follows in a STORE of what was won.
 	x.keyInClaim = sp.key != nil && sp.srv.storeFlags() == flagsEchoed
-	// The SELECT and the first search go in one flight: the search fails
-	// with a SELECT that fails.
-	conn.settleOpening()
-	conn.selected, conn.role = "", ""
-	sel := startSelect(cl, folder, false, true, false)
-	first := unreadSearch(cl, sp.crit, true)
-	sd, err := conn.finishSelect(sel)
-	if err != nil {
-		first.Wait()
-		return err
-	}
-	out.UIDValidity = sd.UIDValidity
-	if sd.HighestModSeq == 0 {
-		// NOMODSEQ: this folder keeps no mod-sequences.
-		first.Wait()
-		out.ExactlyOnce = false
-		uids, more, _, err := pickUnread(cl, sp.crit, sp.tag, sp.limit, false)
-		if err != nil || len(uids) == 0 {
+	var search *imapclient.SearchCommand
+	// heads is the first attempt's FETCH of its candidates, when it went
+	// out with the SELECT.
+	var heads *imapclient.FetchCommand
+	// (Right after a SELECT go-imap may not know the mailbox yet:
+	// conn.selected is the truth.)
+	openRW := conn.selected == folder && conn.selectedRW && conn.inflight == nil
+	if first == nil || !openRW || !conn.modSeqs || conn.uidValidity != first.uidValidity {
+		// The SELECT and what follows it go in one flight: they fail
+		// with a SELECT that fails.
+		conn.settleOpening()
+		conn.selected, conn.role = "", ""
+		sel := startSelect(cl, folder, false, true, false)
+		if first != nil {
+			heads = startHeadsAndStructures(cl, imap.UIDSetNum(first.uids...), true)
+		} else {
+			search = unreadSearch(cl, sp.crit, true)
+		}
+		sd, err := conn.finishSelect(sel)
+		settle := func() {
+			if search != nil {
+				search.Wait()
+			}
+			if heads != nil {
+				heads.Close()
+			}
+			search, heads = nil, nil
+		}
+		if err != nil {
+			settle()
 			return err
 		}
-		out.More = more
-		if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
-			return err
+		out.UIDValidity = sd.UIDValidity
+		if sd.HighestModSeq == 0 {
+			// NOMODSEQ: this folder keeps no mod-sequences.
+			settle()
+			out.ExactlyOnce = false
+			uids, more, _, err := pickUnread(cl, sp.crit, sp.tag, sp.limit, false)
+			if err != nil || len(uids) == 0 {
+				return err
+			}
+			out.More = more
+			if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+				return err
+			}
+			if err := storePlain(cl, uids, sp.key); err != nil {
+				return err
+			}
+			x.claimed = uids
+			return nil
 		}
-		if err := storePlain(cl, uids, sp.key); err != nil {
-			return err
+		if first != nil && sd.UIDValidity != first.uidValidity {
+			// The folder was rebuilt meanwhile: its UIDs name other
+			// messages now.
+			settle()
+			first, search = nil, unreadSearch(cl, sp.crit, true)
 		}
-		x.claimed = uids
-		return nil
+	} else {
+		out.UIDValidity = conn.uidValidity
 	}
 	// A consumer that lost the race for every candidate tries again
 	// (a few times) rather than answering "nothing" while unread
@@ -330,19 +432,31 @@ func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Cred
 		var uids []imap.UID
 		var more bool
 		var modSeq uint64
-		if attempt == 0 {
-			uids, more, modSeq, err = pickUnreadFrom(cl, first, sp.tag, sp.limit)
-		} else {
+		var err error
+		switch {
+		case attempt == 0 && first != nil:
+			uids, more, modSeq = first.uids, first.more, first.modSeq
+		case attempt == 0:
+			uids, more, modSeq, err = pickUnreadFrom(cl, search, sp.tag, sp.limit)
+		default:
 			uids, more, modSeq, err = pickUnread(cl, sp.crit, sp.tag, sp.limit-len(x.claimed), true)
 		}
 		if err != nil || len(uids) == 0 {
+			if heads != nil {
+				heads.Close()
+			}
 			out.More = false
 			return err
 		}
 		out.More = more
-		// The flags before the STORE: what another session's change
-		// looks like in its answer (won).
-		prior, err := fetchFlags(cl, uids)
+		// The flags before the STORE (what another session's change
+		// looks like in its answer: won), with what each message's read
+		// begins with.
+		if heads == nil {
+			heads = startHeadsAndStructures(cl, imap.UIDSetNum(uids...), true)
+		}
+		prior, bufs, err := collectHeads(heads, uids)
+		heads = nil
 		if err != nil {
 			return err
 		}
@@ -369,6 +483,11 @@ func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Cred
 		for _, u := range unsure {
 			x.loose[u] = true
 		}
+		for _, u := range won {
+			if b := bufs[u]; b != nil {
+				x.heads[u] = b
+			}
+		}
 		x.claimed = append(x.claimed, won...)
 		if sp.key != nil && !x.keyInClaim && len(won) > 0 {
 			// Recorded on the messages at once: a retry finds them by it.
@@ -384,6 +503,39 @@ func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Cred
 		out.More = true
 	}
 	return nil
+}
+
+// collectHeads reads the answer to startHeadsAndStructures of uids: each
+// message's flags (normFlags), and the answer itself, for its read. A
+// message missing from the answer (expunged) has neither.
+func collectHeads(cmd *imapclient.FetchCommand, uids []imap.UID) (map[uint32][]string, map[imap.UID]*imapclient.FetchMessageBuffer, error) {
+	bufs, err := cmd.Collect()
+	if err != nil {
+		return nil, nil, imapError(err, "")
+	}
+	prior := map[uint32][]string{}
+	out := map[imap.UID]*imapclient.FetchMessageBuffer{}
+	for _, b := range bufs {
+		// Unsolicited FETCH answers (another session's flag change) may
+		// come along: the one with the structure is the answer.
+		if !slices.Contains(uids, b.UID) || b.BodyStructure == nil {
+			continue
+		}
+		prior[uint32(b.UID)] = normFlags(b.Flags)
+		out[b.UID] = b
+	}
+	return prior, out, nil
+}
+
+// read reads what x claimed into its answer (readClaimed), each message
+// from its first FETCH's answer where the claim has it, with the flags
+// the claim set added to the flags it read before.
+func (x *exactClaim) read(ctx context.Context, c *Client, conn *Conn) error {
+	set := []imap.Flag{imap.FlagSeen}
+	if x.sp.key != nil {
+		set = append(set, x.sp.key.keyword)
+	}
+	return readClaimed(ctx, c, conn, x.sp.folder, x.claimed, x.sp.maxChars, x.out, x.heads, set)
 }
 
 // finish marks what was returned at least once, not exactly once.
@@ -449,7 +601,7 @@ func claimLoosely(ctx context.Context, c *Client, creds credentials.Credentials,
 			return err
 		}
 		claimed = uids
-		return readClaimed(ctx, c, conn, folder, claimed, sp.maxChars, out)
+		return readClaimed(ctx, c, conn, folder, claimed, sp.maxChars, out, nil, nil)
 	})
 	if err != nil {
 		c.unclaim(ctx, creds, folder, out.UIDValidity, notReturned(claimed, out.Messages))
@@ -523,14 +675,26 @@ func pickUnreadFrom(cl *imapclient.Client, search *imapclient.SearchCommand, tag
 }
 
 // readClaimed reads the claimed messages into out, in UID order. A message
-// expunged since the claim is left out with a warning.
-func readClaimed(ctx context.Context, c *Client, conn *Conn, folder string, uids []imap.UID, maxChars int, out *Consumed) error {
+// expunged since the claim is left out with a warning. A message in heads
+// is read on from that answer to its first FETCH, made before the claim:
+// set, the flags the claim set, are added to the flags it carries.
+func readClaimed(ctx context.Context, c *Client, conn *Conn, folder string, uids []imap.UID, maxChars int, out *Consumed, heads map[imap.UID]*imapclient.FetchMessageBuffer, set []imap.Flag) error {
 	gone := 0
 	for _, uid := range uids {
 		var m *Message
 		err := c.within(ctx, conn, "reading the messages", func() error {
-			var err error
-			m, err = readMessage(conn.client(), folder, uint32(uid), 0, maxChars)
+			b := heads[uid]
+			if b == nil {
+				var err error
+				m, err = readMessage(conn.client(), folder, uint32(uid), 0, maxChars)
+				return err
+			}
+			head, bs, guess, err := headerAndStructureOf(b, folder)
+			if err != nil {
+				return err
+			}
+			head.Flags = flagsOf(withFlags(b.Flags, set))
+			m, err = readRest(conn.client(), head, bs, guess, uint32(uid), 0, maxChars, false)
 			return err
 		})
 		if mailerr.KindOf(err) == mailerr.NotFound && mailerr.SubjectOf(err) == mailerr.SubjectMessage {
@@ -546,6 +710,18 @@ func readClaimed(ctx context.Context, c *Client, conn *Conn, folder string, uids
 		out.Warnings = append(out.Warnings, strconv.Itoa(gone)+" message(s) were deleted by someone else before they could be read")
 	}
 	return nil
+}
+
+// withFlags is flags with those of set it lacks (compared as IMAP
+// compares them: without case) added.
+func withFlags(flags, set []imap.Flag) []imap.Flag {
+	out := slices.Clip(flags)
+	for _, f := range set {
+		if !slices.ContainsFunc(flags, func(g imap.Flag) bool { return strings.EqualFold(string(f), string(g)) }) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // unclaim marks claimed messages that were not returned unread again, so

@@ -43,6 +43,13 @@ type opening struct {
 	folder string
 	// rw selects folder read-write (SELECT) rather than read-only.
 	rw bool
+	// either: a connection that has folder open in the other mode serves
+	// as it is (a NOOP instead of a select); the operation reads it with
+	// Conn.openEither.
+	either bool
+	// condStore sends the select with CONDSTORE (RFC 7162), so that the
+	// session reports mod-sequences from its first answer on.
+	condStore bool
 	// fresh: on a connection that has folder open already, a NOOP goes
 	// first and the operation must ask Conn.stale after its first answers.
 	fresh bool
@@ -54,6 +61,11 @@ type opening struct {
 	// the SELECT may fail. The operation must read or close every
 	// FETCH it sent, on every path (go-imap stalls on an unread one).
 	send func(conn *Conn, caps imap.CapSet)
+
+	// changing is set by an operation that began read-only once it may
+	// have changed the mailbox: a broken connection is then not retried
+	// on a fresh one (Client.run).
+	changing bool
 
 	// sentWith is the connection whose LOGIN the opening went out with
 	// (set by sendLogin through dial).
@@ -91,7 +103,7 @@ func (conn *Conn) begin(o *opening) {
 	if o.selectOnly != conn {
 		switch {
 		case o.folder == "":
-		case conn.isOpen(o.folder, o.rw):
+		case conn.isOpen(o.folder, o.rw) || o.either && conn.isOpen(o.folder, !o.rw):
 			if o.fresh {
 				cl.Noop()
 				conn.refreshed = true
@@ -99,7 +111,7 @@ func (conn *Conn) begin(o *opening) {
 		default:
 			conn.selected, conn.role = "", ""
 			caps := cl.Caps()
-			conn.inflight = startSelect(cl, o.folder, !o.rw, false, caps.Has(imap.CapSpecialUse))
+			conn.inflight = startSelect(cl, o.folder, !o.rw, o.condStore, caps.Has(imap.CapSpecialUse))
 		}
 	}
 	if o.send != nil {
@@ -146,6 +158,23 @@ func (conn *Conn) takeOpened(folder string, readOnly bool) (data *imap.SelectDat
 	}
 	conn.opened = nil
 	return r.data, r.err, true
+}
+
+// openEither is examine or openRW for an opening with either: it reads
+// the opening's select of folder (sent read-write when rw), or takes the
+// folder as the connection has it open, in either mode.
+func (conn *Conn) openEither(folder string, rw bool) error {
+	if _, err, ok := conn.takeOpened(folder, !rw); ok {
+		return err
+	}
+	if conn.isOpen(folder, true) || conn.isOpen(folder, false) {
+		return nil
+	}
+	if rw {
+		return conn.selectRW(folder)
+	}
+	_, err := conn.examine(folder)
+	return err
 }
 
 // stale says, once the answers to the operation's first flight are read

@@ -152,11 +152,18 @@ func readMessageHidden(cl *imapclient.Client, folder string, uid uint32, offset,
 // readStarted is readMessageHidden once first, its startHeaderAndStructure
 // with the guess, is sent.
 func readStarted(cl *imapclient.Client, first *imapclient.FetchCommand, folder string, uid uint32, offset, maxChars int, keepHidden bool) (*Message, error) {
-	partCap := textPartCap(offset, maxChars)
 	m, bs, guess, err := collectHeaderAndStructure(first, folder, uid)
 	if err != nil {
 		return nil, err
 	}
+	return readRest(cl, m, bs, guess, uid, offset, maxChars, keepHidden)
+}
+
+// readRest is readStarted once the answer to its first FETCH is read (m,
+// bs and guess: headerAndStructureOf).
+func readRest(cl *imapclient.Client, m *Message, bs imap.BodyStructure, guess []byte, uid uint32, offset, maxChars int, keepHidden bool) (*Message, error) {
+	partCap := textPartCap(offset, maxChars)
+	var err error
 	atts := attachmentParts(bs)
 	texts := bodyTexts(bs)
 	var d decodedBody
@@ -221,11 +228,17 @@ func fetchHeaderAndStructure(cl *imapclient.Client, folder string, uid uint32) (
 // startHeaderAndStructure sends the FETCH of what Read says about a
 // message besides its text, and with guess the first bytes of part 1.
 func startHeaderAndStructure(cl *imapclient.Client, uid uint32, guess bool) *imapclient.FetchCommand {
+	return startHeadsAndStructures(cl, imap.UIDSetNum(imap.UID(uid)), guess)
+}
+
+// startHeadsAndStructures is startHeaderAndStructure for the messages of
+// set in one FETCH.
+func startHeadsAndStructures(cl *imapclient.Client, set imap.UIDSet, guess bool) *imapclient.FetchCommand {
 	sections := []*imap.FetchItemBodySection{referencesSection}
 	if guess {
 		sections = append(sections, guessSection)
 	}
-	return cl.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{
+	return cl.Fetch(set, &imap.FetchOptions{
 		UID: true, Flags: true, Envelope: true, RFC822Size: true, InternalDate: true,
 		BodyStructure: &imap.FetchItemBodyStructure{Extended: true}, BodySection: sections,
 	})
@@ -239,28 +252,39 @@ func collectHeaderAndStructure(cmd *imapclient.FetchCommand, folder string, uid 
 		return nil, nil, nil, imapError(err, "")
 	}
 	for _, b := range bufs {
-		if uint32(b.UID) != uid {
-			continue
+		if uint32(b.UID) == uid && b.BodyStructure != nil {
+			return headerAndStructureOf(b, folder)
 		}
-		m := &Message{Folder: folder, UID: uid, Flags: flagsOf(b.Flags), Size: b.RFC822Size, Date: b.InternalDate, Attachments: []Attachment{}}
-		if env := b.Envelope; env != nil {
-			m.From, m.To, m.Cc, m.ReplyTo = addressesOf(env.From), addressesOf(env.To), addressesOf(env.Cc), addressesOf(env.ReplyTo)
-			m.Subject = mailmsg.SanitizeLine(env.Subject)
-			if !env.Date.IsZero() {
-				m.Date = env.Date
-			}
-			m.MessageID = mailmsg.SanitizeLine(env.MessageID)
-			for _, id := range env.InReplyTo {
-				m.InReplyTo = append(m.InReplyTo, mailmsg.SanitizeLine(id))
-			}
-		}
-		m.References = parseMsgIDs(string(b.FindBodySection(referencesSection)))
-		if b.BodyStructure == nil {
+	}
+	for _, b := range bufs {
+		if uint32(b.UID) == uid {
 			return nil, nil, nil, mailerr.New(mailerr.Internal, "the mail server sent no body structure")
 		}
-		return m, b.BodyStructure, b.FindBodySection(guessSection), nil
 	}
 	return nil, nil, nil, noMessage(uid, folder)
+}
+
+// headerAndStructureOf is the message in b, an answer to
+// startHeaderAndStructure, with its structure and the bytes of part 1 if
+// they were asked for (nil if not).
+func headerAndStructureOf(b *imapclient.FetchMessageBuffer, folder string) (*Message, imap.BodyStructure, []byte, error) {
+	m := &Message{Folder: folder, UID: uint32(b.UID), Flags: flagsOf(b.Flags), Size: b.RFC822Size, Date: b.InternalDate, Attachments: []Attachment{}}
+	if env := b.Envelope; env != nil {
+		m.From, m.To, m.Cc, m.ReplyTo = addressesOf(env.From), addressesOf(env.To), addressesOf(env.Cc), addressesOf(env.ReplyTo)
+		m.Subject = mailmsg.SanitizeLine(env.Subject)
+		if !env.Date.IsZero() {
+			m.Date = env.Date
+		}
+		m.MessageID = mailmsg.SanitizeLine(env.MessageID)
+		for _, id := range env.InReplyTo {
+			m.InReplyTo = append(m.InReplyTo, mailmsg.SanitizeLine(id))
+		}
+	}
+	m.References = parseMsgIDs(string(b.FindBodySection(referencesSection)))
+	if b.BodyStructure == nil {
+		return nil, nil, nil, mailerr.New(mailerr.Internal, "the mail server sent no body structure")
+	}
+	return m, b.BodyStructure, b.FindBodySection(guessSection), nil
 }
 
 // badUID is the answer to a UID of 0.
