@@ -11,9 +11,9 @@ package mailbox
 // others in the tagged OK [MODIFIED set], and reports each message it
 // changed in an untagged FETCH with its MODSEQ (even with .SILENT).
 // go-imap (v2.0.0-beta.8) drops the MODIFIED code and gives the STORE
-// every untagged FETCH for its UIDs, so the claim runs on a connection of
-// its own whose wire is tapped for the STORE's whole answer, and what it
-// claimed is decided from that (storeAnswer.won): what [MODIFIED] names is
+// every untagged FETCH for its UIDs, so the claim's connection has its
+// wire tapped for the STORE's whole answer (every pooled connection has
+// the tap), and what it claimed is decided from that (storeAnswer.won): what [MODIFIED] names is
 // not ours; what it does not name and the server reports changed is. What
 // FLAGS in that answer mean differs by server (Server.storeFlags): Cyrus
 // reports FLAGS for its own .SILENT store (its UNCHANGEDSINCE is atomic:
