@@ -13,8 +13,9 @@ package mailbox
 // go-imap (v2.0.0-beta.8) drops the MODIFIED code and gives the STORE
 // every untagged FETCH for its UIDs, so the claim's connection has its
 // wire tapped for the STORE's whole answer (every pooled connection has
-// the tap), and what it claimed is decided from that (storeAnswer.won): what [MODIFIED] names is
-// not ours; what it does not name and the server reports changed is. What
+// the tap), and what it claimed is decided from that (storeAnswer.won):
+// what [MODIFIED] names is not ours; what it does not name and the server
+// reports changed is. What
 // FLAGS in that answer mean differs by server (Server.storeFlags): Cyrus
 // reports FLAGS for its own .SILENT store (its UNCHANGEDSINCE is atomic:
 // [MODIFIED] decides alone), Dovecot only for another session's change
