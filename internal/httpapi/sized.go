@@ -119,7 +119,14 @@ func (w *sizedWriter) finish() {
 		w.Header().Set("Content-Length", strconv.Itoa(len(w.held)))
 	}
 	w.ResponseWriter.WriteHeader(w.status)
-	if len(w.held) > 0 {
-		w.ResponseWriter.Write(w.held)
+	if len(w.held) == 0 {
+		return
+	}
+	w.ResponseWriter.Write(w.held)
+	// Out now, with its length set: the request's log line and the
+	// handlers' unwinding need not come before its last bytes (net/http
+	// would send what its buffers hold only once the handler returns).
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
 	}
 }
