@@ -80,7 +80,7 @@ func main() {
 	flag.BoolVar(&o.smoke, "smoke", false, "small run for CI: 1,000 messages, few iterations; fails on any error")
 	flag.StringVar(&sizes, "sizes", "1000,10000,100000", "mailbox sizes to seed and measure (the first is also the size of the 16 load users)")
 	flag.StringVar(&o.out, "out", "", "write the results into this markdown file (between the RESULTS markers), e.g. docs/benchmarks.md")
-	flag.StringVar(&o.profileDir, "profile", "", "turn on PPROF_ADDR and save CPU and heap profiles of the gateway into this directory")
+	flag.StringVar(&o.profileDir, "profile", "", "turn on PPROF_ADDR and save CPU and heap profiles of the gateway into this directory (with -rtt: each read tool's warm calls back to back, cpu-rttMS-TOOL.pprof)")
 	flag.IntVar(&o.n1, "n", 300, "calls per tool at concurrency 1 (per mailbox size)")
 	flag.DurationVar(&o.cellMax, "cell-max", 30*time.Second, "start no more calls in one cell after this long")
 	flag.BoolVar(&o.keep, "keep", false, "keep the temporary directory (the gateway's logs)")
@@ -93,7 +93,7 @@ func main() {
 	flag.IntVar(&o.users, "users", 0, "run only the many-users benchmark (users.go): this many accounts, 32 callers for Zipf-drawn users, at 0 and 20 ms to Dovecot, and the memory of idle pooled connections")
 	flag.DurationVar(&o.usersFor, "users-for", 60*time.Second, "with -users: how long calls are measured at each round trip")
 	var gwEnv, only string
-	flag.StringVar(&only, "tools", "", "measure only these tools, comma-separated (with -c1-only: profile one tool's calls)")
+	flag.StringVar(&only, "tools", "", "measure only these tools, comma-separated (with -c1-only: profile one tool's calls; with -rtt: a shorter latency run)")
 	flag.StringVar(&gwEnv, "gateway-env", "", "extra KEY=VALUE settings for the gateway, separated by spaces (experiments, e.g. GOGC=200)")
 	guard := flag.Bool("guard", true, "with -smoke: fail when a concurrency-1 ratio (CPU per call ÷ the floor's, p50 ÷ direct) is more than 50% above the committed one in -guard-file")
 	flag.StringVar(&o.guardFile, "guard-file", "docs/benchmarks.md", "the committed results the smoke run's regression guard reads")
@@ -163,8 +163,12 @@ func main() {
 	}
 	if *rtt != "" {
 		rtts, err := parseRTTs(*rtt)
+		var tools []string
 		if err == nil {
-			err = runRTT(o, rttOptions{rtts: rtts, warm: *rttWarmN, cold: *rttColdN})
+			tools, err = rttToolsOf(o.only)
+		}
+		if err == nil {
+			err = runRTT(o, rttOptions{rtts: rtts, warm: *rttWarmN, cold: *rttColdN, tools: tools})
 		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "mailbox-bench: %v\n", err)

@@ -28,6 +28,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +87,8 @@ var rttSelect = map[string]string{
 // rttOptions is the -rtt run's shape.
 type rttOptions struct {
 	rtts       []time.Duration
-	warm, cold int // samples per tool and round trip
+	warm, cold int      // samples per tool and round trip
+	tools      []string // the tools measured, in rttTools' order (nil: all)
 	// guardFile, when set, makes the run the smoke's round-trip guard:
 	// the gateway's counts at round trip 0 are checked against the
 	// committed ones there, and nothing is written.
@@ -312,8 +315,38 @@ func rttColdUser(i int) (string, string) {
 	return fmt.Sprintf("rttcold%03d@example.test", i), fmt.Sprintf("rttcoldpw%03d", i)
 }
 
+// rttToolsOf is rttTools narrowed to -tools (o.only), in rttTools' order.
+func rttToolsOf(only map[string]bool) ([]string, error) {
+	if only == nil {
+		return rttTools, nil
+	}
+	var out []string
+	for _, t := range rttTools {
+		if only[t] {
+			out = append(out, t)
+		}
+	}
+	for t := range only {
+		if !slices.Contains(rttTools, t) {
+			return nil, fmt.Errorf("-tools: %s is not a tool the -rtt run measures (%s)", t, strings.Join(rttTools, ", "))
+		}
+	}
+	return out, nil
+}
+
+// rttProfiled are the tools whose calls -profile profiles at each round
+// trip (back to back after the warm samples): the reads, which can be
+// called any number of times with the same result.
+var rttProfiled = []string{toolList, toolSearch, toolRead, toolFolders, toolThread, toolPeek, toolAttachment}
+
+// rttProfileSecs is how long -profile calls a tool back to back.
+const rttProfileSecs = 4
+
 // runRTT is the -rtt run: set up, measure each round trip, report.
 func runRTT(o options, ro rttOptions) error {
+	if ro.tools == nil {
+		ro.tools = rttTools
+	}
 	rb := &rttBench{
 		bench:   &bench{o: o, sizeUser: map[int]string{}, typical: map[string]uint32{}, sender: map[string]string{}},
 		ro:      ro,
@@ -345,7 +378,7 @@ func runRTT(o options, ro rttOptions) error {
 		users[u] = pw
 		all = append(all, u)
 	}
-	for i := range ro.cold * len(rttTools) {
+	for i := range ro.cold * len(ro.tools) {
 		u, pw := rttColdUser(i)
 		users[u] = pw
 		all = append(all, u)
@@ -401,7 +434,7 @@ func runRTT(o options, ro rttOptions) error {
 // a few samples, checked against the committed counts in guardFile.
 func runRTTGuard(o options) error {
 	logf("round-trip guard: a short pass at round trip 0")
-	return runRTT(o, rttOptions{rtts: []time.Duration{0}, warm: 3, cold: 3, guardFile: o.guardFile})
+	return runRTT(o, rttOptions{rtts: []time.Duration{0}, warm: 3, cold: 3, guardFile: o.guardFile, tools: rttTools})
 }
 
 // rtGuardFigures are one tool's gateway round trips, warm and cold.
@@ -576,7 +609,7 @@ func (rb *rttBench) seed(users []string) error {
 	}
 	// Each warm user takes up to warm+warm-up unread messages per side
 	// for check_inbox, some of the newest go to Archive first.
-	if need := uint32(2*(rb.ro.warm+rttWarmUp) + rb.ro.warm + rttWarmUp); rb.fx.unread < need {
+	if need := uint32(2*(rb.ro.warm+rttWarmUp) + rb.ro.warm + rttWarmUp); slices.Contains(rb.ro.tools, toolCheck) && rb.fx.unread < need {
 		return fmt.Errorf("%d unread messages per user, %d needed", rb.fx.unread, need)
 	}
 	return nil
@@ -654,7 +687,7 @@ func (rb *rttBench) measureRTT(i int, rtt time.Duration) error {
 	rb.smtpP.SetRTT(rtt)
 	env := append(slices.Clone(b.o.gwEnv), "IMAP_PORT="+strconv.Itoa(rb.imapP.Port()), "SMTP_PORT="+strconv.Itoa(rb.smtpP.Port()),
 		"POOL_REVALIDATE=1h", "MAX_POOL_SIZE=400", "MAILBOX_ACCESS=organize")
-	gw, err := startGateway(b.bin, b.dir, fmt.Sprintf("gateway-rtt%d", rtt.Milliseconds()), b.stack, b.key, false, env...)
+	gw, err := startGateway(b.bin, b.dir, fmt.Sprintf("gateway-rtt%d", rtt.Milliseconds()), b.stack, b.key, b.o.profileDir != "", env...)
 	if err != nil {
 		return err
 	}
@@ -689,7 +722,7 @@ func (rb *rttBench) measureRTT(i int, rtt time.Duration) error {
 	defer d.close()
 
 	var rows []*rttRow
-	for _, tool := range rttTools {
+	for _, tool := range rb.ro.tools {
 		row := &rttRow{tool: tool}
 		rows = append(rows, row)
 		g, x := rb.gwCall(tool, c, user), rb.directCall(tool, d, user)
@@ -714,9 +747,14 @@ func (rb *rttBench) measureRTT(i int, rtt time.Duration) error {
 			sides[1]()
 		}
 		logf("  gateway %s RT %s; direct %s RT %s", row.warmGW.res, fmtRT(row.warmGW.rts), row.warmDirect.res, fmtRT(row.warmDirect.rts))
+		if b.o.profileDir != "" && slices.Contains(rttProfiled, tool) {
+			if err := rb.profileWarm(gw, tool, rtt, g); err != nil {
+				return err
+			}
+		}
 	}
 
-	for ti, tool := range rttTools {
+	for ti, tool := range rb.ro.tools {
 		row := rows[ti]
 		logf("rtt %d ms: cold %s", rtt.Milliseconds(), tool)
 		for s := range rb.ro.cold {
@@ -739,6 +777,35 @@ func (rb *rttBench) measureRTT(i int, rtt time.Duration) error {
 		logf("  gateway %s RT %s; direct %s RT %s", row.coldGW.res, fmtRT(row.coldGW.rts), row.coldDirect.res, fmtRT(row.coldDirect.rts))
 	}
 	rb.rep.rows[rtt] = rows
+	return nil
+}
+
+// profileWarm calls tool's warm gateway call g back to back for
+// rttProfileSecs and saves the gateway's CPU and allocs profiles of the
+// window as DIR/cpu-rttMS-TOOL.pprof and DIR/allocs-rttMS-TOOL.pprof
+// (read them with -breakdown FILE -calls N, N as logged).
+func (rb *rttBench) profileWarm(gw *gateway, tool string, rtt time.Duration, g func() error) error {
+	name := fmt.Sprintf("rtt%d-%s.pprof", rtt.Milliseconds(), tool)
+	prof := &profilePaths{cpu: filepath.Join(rb.o.profileDir, "cpu-"+name), allocs: filepath.Join(rb.o.profileDir, "allocs-"+name)}
+	// The bench's own profile of the same window: the MCP client's
+	// share of a call (and the proxies', which the direct side pays too).
+	own, err := os.Create(filepath.Join(rb.o.profileDir, "bench-"+name))
+	if err != nil {
+		return err
+	}
+	defer own.Close()
+	if err := pprof.StartCPUProfile(own); err != nil {
+		return err
+	}
+	cpu0 := procCPU(os.Getpid())
+	t, err := measureBackToBack(gw, g, prof, rttProfileSecs)
+	benchCPU := procCPU(os.Getpid()) - cpu0
+	pprof.StopCPUProfile()
+	if err != nil {
+		return fmt.Errorf("profile of %s: %w", tool, err)
+	}
+	logf("  profiled %s: %d calls back to back, %.3f ms CPU per call in the profile, %.3f from /proc, the bench's own %.3f; %s", tool, t.calls,
+		float64(t.bd.total)/float64(t.calls)/1e6, float64(t.procCPU)/float64(t.calls)/1e6, float64(benchCPU)/float64(t.calls)/1e6, prof.cpu)
 	return nil
 }
 

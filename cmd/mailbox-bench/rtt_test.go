@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,20 @@ func TestParseRTTs(t *testing.T) {
 		if _, err := parseRTTs(bad); err == nil {
 			t.Errorf("parseRTTs(%q): no error", bad)
 		}
+	}
+}
+
+func TestRTTToolsOf(t *testing.T) {
+	all, err := rttToolsOf(nil)
+	if err != nil || !slices.Equal(all, rttTools) {
+		t.Fatalf("no -tools: %v, %v", all, err)
+	}
+	got, err := rttToolsOf(map[string]bool{toolAttachment: true, toolList: true})
+	if want := []string{toolList, toolAttachment}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("-tools %v: %v, %v; want %v (rttTools' order)", want, got, err, want)
+	}
+	if _, err := rttToolsOf(map[string]bool{"imap_no_such_tool": true}); err == nil {
+		t.Fatal("an unknown tool: no error")
 	}
 }
 

@@ -158,12 +158,14 @@ func healthBody(version string) []byte {
 }
 
 // mcpOnly refuses what a stateless server without streams cannot do: GET
-// would open a notification stream (disabled, see NOTES.md).
+// would open a notification stream (disabled, see NOTES.md). A POST's
+// JSON answer goes out with its length (sized).
 func mcpOnly(next http.Handler) http.Handler {
+	post := sized(next)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.Method {
 		case http.MethodPost:
-			next.ServeHTTP(w, r)
+			post.ServeHTTP(w, r)
 		case http.MethodGet, http.MethodDelete:
 			w.Header().Set("Allow", "POST, OPTIONS")
 			httpError(w, http.StatusMethodNotAllowed, "this server is stateless: use POST for every MCP request (no GET notification stream, no sessions to delete)")

@@ -10,6 +10,7 @@ package mailbox
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +39,10 @@ type AttachmentContent struct {
 	UIDValidity uint32 // of Folder when the part was read
 	// Data is the decoded content; nil when TooLarge.
 	Data []byte
+	// Base64 is Data in standard base64, when the part came in it
+	// already (canonical base64 in lines, passed through without its
+	// line breaks); "" otherwise: encode Data (Base64Of does either).
+	Base64 string
 	// TooLarge says the decoded content is over the limit asked for; Size
 	// is then the decoded size as Read states it (exact when the server
 	// says, else estimated).
@@ -86,7 +91,9 @@ func (c *Client) Attachment(ctx context.Context, creds credentials.Credentials, 
 			var data []byte
 			if raw != nil && int64(len(raw)) < sec.Partial.Size {
 				// The whole part came with the structure.
-				data, err = decodeCapped(bytes.NewReader(raw), a, limit)
+				if data, out.Base64 = passBase64(raw, a, limit); data == nil {
+					data, err = decodeCapped(bytes.NewReader(raw), a, limit)
+				}
 			} else {
 				data, err = fetchDecoded(cl, folder, uid, a, limit)
 			}
@@ -408,6 +415,52 @@ func decodeCapped(r io.Reader, a attachmentPart, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	return w.b, nil
+}
+
+// passBase64 decodes a base64 part that is canonical base64 in lines (the
+// usual case: what a strict decoder accepts once CR and LF are skipped,
+// which is exactly what encoding the decoded bytes again gives) and
+// returns its decoded bytes and its base64 without the line breaks, so
+// that the content need not be encoded again to be passed on. Any other
+// part, or one that decodes to more than limit bytes, gives nil, "": the
+// lenient decoder (decodeCapped) takes it, whose result for a canonical
+// part is the same bytes.
+func passBase64(raw []byte, a attachmentPart, limit int64) ([]byte, string) {
+	if transferKind(a.part.Encoding) != encodedBase64 {
+		return nil, ""
+	}
+	// StdEncoding skips only CR and LF; Strict refuses padding bits that
+	// are not zero, the one way two texts decode to the same bytes.
+	enc := base64.StdEncoding.Strict()
+	if int64(enc.DecodedLen(len(raw))) > limit+3 {
+		return nil, "" // the lenient decoder caps it
+	}
+	data := make([]byte, enc.DecodedLen(len(raw)))
+	n, err := enc.Decode(data, raw)
+	if err != nil || int64(n) > limit {
+		return nil, ""
+	}
+	var b strings.Builder
+	b.Grow(base64.StdEncoding.EncodedLen(n))
+	for len(raw) > 0 {
+		i := bytes.IndexAny(raw, "\r\n")
+		if i < 0 {
+			b.Write(raw)
+			break
+		}
+		b.Write(raw[:i])
+		raw = raw[i+1:]
+	}
+	return data[:n], b.String()
+}
+
+// Base64Of is the content in standard base64: a.Base64 when the part
+// came in it, else Data encoded.
+func (a *AttachmentContent) Base64Of() string {
+	if a.Base64 != "" || len(a.Data) == 0 {
+		return a.Base64
+	}
+	return base64.StdEncoding.EncodeToString(a.Data)
 }
 
 // capped collects at most max bytes; the write that would pass it fails

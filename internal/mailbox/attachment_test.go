@@ -3,6 +3,7 @@ package mailbox
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"io"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"testing/iotest"
 
+	"github.com/emersion/go-imap/v2"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 )
@@ -336,4 +338,128 @@ func (w *blockingWriter) Write(p []byte) (int, error) {
 	w.entered <- struct{}{}
 	<-w.release
 	return w.buf.Write(p)
+}
+
+// An attachment's base64 is passed on as it came when it is canonical
+// (passBase64), and decoded leniently and encoded again when it is not:
+// either way the content and its base64 are the decoded bytes' and their
+// standard encoding, whatever the line lengths, breaks, white space or
+// stray characters of the part.
+func TestAttachmentBase64Shapes(t *testing.T) {
+	bin := randomBytes(3, 1000)
+	enc := base64.StdEncoding.EncodeToString(bin)
+	lines := func(s string, n int, sep string) string {
+		var b strings.Builder
+		for len(s) > n {
+			b.WriteString(s[:n] + sep)
+			s = s[n:]
+		}
+		return b.String() + s + sep
+	}
+	for _, tc := range []struct {
+		name   string
+		body   string // the part's body as it is in the message
+		want   []byte // its content
+		passed bool   // passed on without encoding again
+	}{
+		{"76 a line", lines(enc, 76, "\n"), bin, true},
+		{"odd line lengths", lines(enc[:100], 13, "\n") + lines(enc[100:], 77, "\n"), bin, true},
+		{"one line", enc + "\n", bin, true},
+		{"CR only inside", enc[:40] + "\r" + enc[40:] + "\n", bin, true},
+		{"spaces at line ends", lines(enc, 76, " \n"), bin, false},
+		{"a tab inside", enc[:40] + "\t" + enc[40:] + "\n", bin, false},
+		{"stray characters", enc[:40] + "*!" + enc[40:] + "\n", bin, false},
+		{"no padding", "QUJDRA\n", []byte("ABCD"), false},
+		{"padding bits not zero", "QUJDRB==\n", []byte("ABCD"), false},
+		{"two blocks", "QQ==\nQg==\n", []byte("AB"), false},
+		{"dangling character", "QUJDR\n", []byte("ABC"), false},
+		{"empty", "\n", []byte{}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, creds, add := memServer(t)
+			add("From: Peer <peer@example.org>\nTo: u@example.test\nSubject: file\nMIME-Version: 1.0\n" +
+				"Content-Type: multipart/mixed; boundary=\"b1\"\n\n" +
+				"--b1\nContent-Type: text/plain\n\nsee the file\n" +
+				"--b1\nContent-Type: application/octet-stream\nContent-Disposition: attachment; filename=\"f.bin\"\nContent-Transfer-Encoding: base64\n\n" +
+				tc.body + "--b1--\n")
+			got, err := c.Attachment(context.Background(), creds, "INBOX", 1, "2", 1<<20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.TooLarge || !bytes.Equal(got.Data, tc.want) || got.Size != int64(len(tc.want)) {
+				t.Fatalf("content %q (size %d), want %q", got.Data, got.Size, tc.want)
+			}
+			if b64 := got.Base64Of(); b64 != base64.StdEncoding.EncodeToString(tc.want) {
+				t.Fatalf("base64 %q, want %q", b64, base64.StdEncoding.EncodeToString(tc.want))
+			}
+			if passed := got.Base64 != "" || len(tc.want) == 0; passed != tc.passed {
+				t.Errorf("passed on as it came: %v, want %v", passed, tc.passed)
+			}
+		})
+	}
+}
+
+// FuzzPassBase64: whatever a base64 part holds, passBase64 either leaves
+// it to the lenient decoder or gives exactly the lenient decoder's bytes
+// and their standard encoding.
+func FuzzPassBase64(f *testing.F) {
+	for _, s := range []string{"QUJD\r\nRA==\r\n", "QUJDRA==", "QUJDRB==", "QQ==QQ==", "QUJD\n=", " QUJD", "", "\r\n", "QUJDRA=\r\n=", "Q\r\nU\r\nJ\r\nD"} {
+		f.Add([]byte(s), int64(1<<20))
+	}
+	f.Add([]byte("QUJDRA=="), int64(3))
+	f.Fuzz(func(t *testing.T, raw []byte, limit int64) {
+		if limit < 0 || limit > 1<<20 {
+			return
+		}
+		a := attachmentPart{part: &imap.BodyStructureSinglePart{Encoding: "base64"}}
+		data, b64 := passBase64(raw, a, limit)
+		if data == nil {
+			if b64 != "" {
+				t.Fatalf("no data but base64 %q", b64)
+			}
+			return
+		}
+		want, err := decodeCapped(bytes.NewReader(raw), a, limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(data, want) || int64(len(data)) > limit {
+			t.Fatalf("%q (limit %d): passBase64 %q, lenient %q", raw, limit, data, want)
+		}
+		if b64 != base64.StdEncoding.EncodeToString(data) {
+			t.Fatalf("%q: base64 %q, want %q", raw, b64, base64.StdEncoding.EncodeToString(data))
+		}
+	})
+}
+
+// BenchmarkAttachmentContent is the latency bench's 20 KB attachment
+// (base64 in lines of 76) made ready to answer with: "lenient" decodes
+// it byte by byte and encodes the bytes again (what every part took
+// before passBase64), "passed" is passBase64; both hash the content.
+func BenchmarkAttachmentContent(b *testing.B) {
+	raw := []byte(strings.ReplaceAll(base64Lines(randomBytes(4, 20<<10)), "\n", "\r\n"))
+	a := attachmentPart{part: &imap.BodyStructureSinglePart{Encoding: "base64", Size: uint32(len(raw))}}
+	b.Run("lenient", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			data, err := decodeCapped(bytes.NewReader(raw), a, 5<<20)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sha256.Sum256(data)
+			_ = base64.StdEncoding.EncodeToString(data)
+		}
+	})
+	b.Run("passed", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(raw)))
+		for b.Loop() {
+			data, b64 := passBase64(raw, a, 5<<20)
+			if data == nil || b64 == "" {
+				b.Fatal("not passed")
+			}
+			sha256.Sum256(data)
+		}
+	})
 }

@@ -206,3 +206,70 @@ func appendWithAttachment(t *testing.T, addr string, user demo.User, name string
 		t.Fatal(err)
 	}
 }
+
+// benchAttachment is imap_get_attachment's answer for a 20 KB PDF, as
+// the latency bench's fixture has (cmd/mailbox-bench/rtt.go).
+func benchAttachment() AttachmentResult {
+	data := make([]byte, 20<<10)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	sum := sha256.Sum256(data)
+	r := AttachmentResult{Folder: "INBOX", UID: 201, Delivery: "inline", SHA256: hex.EncodeToString(sum[:]), blob: base64.StdEncoding.EncodeToString(data),
+		URI: resourceRef{Folder: "INBOX", UID: 201, PartID: "2"}.String(), Untrusted: newFence().describe("filename")}
+	r.PartID, r.ContentType, r.Filename, r.Size = "2", "application/pdf", "report.pdf", int64(len(data))
+	return r
+}
+
+// BenchmarkAttachmentAnswer is what one inline attachment costs on each
+// side of the HTTP connection once it is read: "render" our content
+// blocks, "encode" mcp-go's encoding of the JSON-RPC answer (json.Encoder
+// over mcp.CallToolResult's MarshalJSON, which encoding/json compacts
+// byte by byte), "client-parse" what mcp-go's client does with the
+// answer's bytes (transport.StreamableHTTP's Decode, then
+// mcp.ParseCallToolResult, which unmarshals the content blocks again,
+// level by level).
+func BenchmarkAttachmentAnswer(b *testing.B) {
+	r := benchAttachment()
+	result := func() *mcp.CallToolResult {
+		res := mcp.NewToolResultStructured(r, attachmentText(r))
+		res.Content = append(res.Content, attachmentContent(r)...)
+		return res
+	}
+	resp := mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(1), Result: result()}
+	var wire bytes.Buffer
+	if err := json.NewEncoder(&wire).Encode(resp); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("render", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			result()
+		}
+	})
+	b.Run("encode", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(wire.Len()))
+		for b.Loop() {
+			resp.Result = result()
+			if err := json.NewEncoder(io.Discard).Encode(resp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("client-parse", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(wire.Len()))
+		for b.Loop() {
+			var got struct {
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.NewDecoder(bytes.NewReader(wire.Bytes())).Decode(&got); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := mcp.ParseCallToolResult(&got.Result); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -141,4 +142,26 @@ func BenchmarkResultEncoding(b *testing.B) {
 			}
 		})
 	}
+	// What mcp-go's client does with the answer's bytes (as in
+	// BenchmarkAttachmentAnswer): part of every call's latency that the
+	// gateway cannot change.
+	wire, err := json.Marshal(mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(1), Result: res})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("client-parse", func(b *testing.B) {
+		b.ReportAllocs()
+		b.SetBytes(int64(len(wire)))
+		for b.Loop() {
+			var got struct {
+				Result json.RawMessage `json:"result"`
+			}
+			if err := json.NewDecoder(bytes.NewReader(wire)).Decode(&got); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := mcp.ParseCallToolResult(&got.Result); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -3,7 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -290,7 +289,7 @@ func (d *Deps) attachmentResource(ctx context.Context, creds credentials.Credent
 		return nil, mailerr.Newf(mailerr.TooLarge, "attachment part_id %s of message uid %d in folder %s is %s, more than the %s this gateway returns inline (MAX_ATTACHMENT_BYTES): imap_get_attachment with this folder, uid and part_id gives a download link for it",
 			ref.PartID, ref.UID, strconv.Quote(line(ref.Folder)), outbox.SizeText(a.Size), outbox.SizeText(limit))
 	}
-	return mcp.BlobResourceContents{URI: uri, MIMEType: mediaType(a.ContentType), Blob: base64.StdEncoding.EncodeToString(a.Data)}, nil
+	return mcp.BlobResourceContents{URI: uri, MIMEType: mediaType(a.ContentType), Blob: a.Base64Of()}, nil
 }
 
 // mediaType is ct if it looks like a media type (type/subtype, token
