@@ -747,7 +747,7 @@ func (b *bench) manyWaiters(ctx context.Context, gw *gateway, rep *coordReport) 
 			return err
 		}
 		defer c.Close()
-		ops = append(ops, b.gwOp(toolList, c, rep.other, 1000, nil), b.gwOp(toolRead, c, rep.other, 1000, nil))
+		ops = append(ops, b.gwOp(toolList, viaMCP(c), rep.other, 1000, nil), b.gwOp(toolRead, viaMCP(c), rep.other, 1000, nil))
 	}
 	phase := func(name string) ([4]*result, error) {
 		rs := runRotating(sc.calls, time.Minute, ops)

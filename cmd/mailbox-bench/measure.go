@@ -73,11 +73,11 @@ func (b *bench) pickTargets(user string) error {
 }
 
 // gwOp is one call of tool through c, checked.
-func (b *bench) gwOp(tool string, c *client.Client, user string, size int, send map[string]any) func() error {
+func (b *bench) gwOp(tool string, c caller, user string, size int, send map[string]any) func() error {
 	switch tool {
 	case toolList:
 		return func() error {
-			p, err := call(c, tool, map[string]any{})
+			p, err := c(tool, map[string]any{})
 			if err != nil {
 				return err
 			}
@@ -89,7 +89,7 @@ func (b *bench) gwOp(tool string, c *client.Client, user string, size int, send 
 	case toolSearch:
 		from := b.sender[user]
 		return func() error {
-			p, err := call(c, tool, map[string]any{"from": from})
+			p, err := c(tool, map[string]any{"from": from})
 			if err != nil {
 				return err
 			}
@@ -101,7 +101,7 @@ func (b *bench) gwOp(tool string, c *client.Client, user string, size int, send 
 	case toolRead:
 		uid := b.typical[user]
 		return func() error {
-			m, err := call(c, tool, map[string]any{"uid": uid})
+			m, err := c(tool, map[string]any{"uid": uid})
 			if err != nil {
 				return err
 			}
@@ -112,7 +112,7 @@ func (b *bench) gwOp(tool string, c *client.Client, user string, size int, send 
 		}
 	case toolFolders:
 		return func() error {
-			f, err := call(c, tool, map[string]any{})
+			f, err := c(tool, map[string]any{})
 			if err != nil {
 				return err
 			}
@@ -124,7 +124,7 @@ func (b *bench) gwOp(tool string, c *client.Client, user string, size int, send 
 			return errors.New("folders: no INBOX")
 		}
 	case toolSend:
-		return func() error { _, err := call(c, tool, send); return err }
+		return func() error { _, err := c(tool, send); return err }
 	}
 	return func() error { return fmt.Errorf("the bench has no call for tool %s", tool) }
 }
@@ -175,7 +175,7 @@ func (b *bench) cpuPass(ctx context.Context, gw *gateway, tools []string) error 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		op, file := b.gwOp(tool, c, user, n, nil), tool
+		op, file := b.gwOp(tool, viaMCP(c), user, n, nil), tool
 		if tool == toolFloor {
 			op, file = floorOp(c), "floor"
 		}
@@ -407,7 +407,7 @@ func (b *bench) measure(ctx context.Context) error {
 			if tool == toolSend && si > 0 {
 				continue // does not depend on the mailbox
 			}
-			g, x := b.gwOp(tool, c, user, n, send), b.directOp(tool, d, user)
+			g, x := b.gwOp(tool, viaMCP(c), user, n, send), b.directOp(tool, d, user)
 			bud := budget{o.n1, o.cellMax}
 			if tool == toolSend {
 				bud.n = max(10, o.n1/3)
@@ -465,7 +465,7 @@ func (b *bench) measure(ctx context.Context) error {
 			ops := make([]func() error, conc)
 			for w := range ops {
 				u := b.load[w%len(b.load)]
-				ops[w] = b.gwOp(tool, clients[w], u, size, send)
+				ops[w] = b.gwOp(tool, viaMCP(clients[w]), u, size, send)
 			}
 			n := o.n8
 			if conc == 64 {
@@ -527,7 +527,7 @@ func (b *bench) measure(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			g := b.gwOp(tool, c, user, n, nil)
+			g := b.gwOp(tool, viaMCP(c), user, n, nil)
 			logf("cold %s on %d messages", tool, n)
 			bud := budget{max(10, o.n1/5), o.cellMax}
 			rg, rd := runPairGap(bud, 5*time.Millisecond, g, b.coldOp(tool, user))

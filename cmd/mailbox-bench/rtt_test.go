@@ -61,13 +61,13 @@ func cellOf(rts []int, lat ...time.Duration) rttCell {
 func TestRTTTableRoundTrip(t *testing.T) {
 	ms := time.Millisecond
 	rows := []*rttRow{
-		{tool: toolList, warmGW: cellOf([]int{1, 2, 1}, 3*ms, 4*ms, 5*ms), warmDirect: cellOf([]int{1}, 2*ms),
+		{tool: toolList, warmGW: cellOf([]int{1, 2, 1}, 3*ms, 4*ms, 5*ms), warmDirect: cellOf([]int{1}, 2*ms), warmLean: cellOf([]int{1}, 3*ms),
 			coldGW: cellOf([]int{4, 4}, 30*ms, 31*ms), coldDirect: cellOf([]int{5}, 40*ms)},
 		{tool: toolThread, warmGW: cellOf([]int{9}, 200*ms), warmDirect: cellOf([]int{2}, 40*ms),
 			coldGW: cellOf([]int{12, 13}, 250*ms, 260*ms), coldDirect: cellOf([]int{6}, 120*ms)},
 	}
 	table := rttTable(0, rows)
-	if !strings.Contains(table, "| imap_list_emails | 4.00 / 5.00 | 2.00 / 2.00 | 2.00 × | 1 (1–2) / 1 | 30.0 / 31.0 | 40.0 / 40.0 | 0.75 × | 4 / 5 |") {
+	if !strings.Contains(table, "| imap_list_emails | 4.00 / 5.00 | 2.00 / 2.00 | 2.00 × | 3.00, 1.50 × | 1 (1–2) / 1 | 30.0 / 31.0 | 40.0 / 40.0 | 0.75 × | 4 / 5 |") {
 		t.Fatalf("table:\n%s", table)
 	}
 	md := "intro\n" + rttBeginMarker + "\n" + table + "\n" + rttTable(20*ms, rows) + "\n" + rttEndMarker + "\n## CI\n"
