@@ -46,7 +46,7 @@ func TestFreshAfterOtherSession(t *testing.T) {
 	for round := 1; round <= 3; round++ {
 		n := strconv.Itoa(round)
 
-		file("search-" + n)
+		searched := file("search-" + n)
 		var found struct {
 			Total    int `json:"total"`
 			Messages []struct {
@@ -82,6 +82,17 @@ func TestFreshAfterOtherSession(t *testing.T) {
 		mailtest.Decode(t, mailtest.Call(t, c, "imap_check_inbox", map[string]any{"limit": 10}), &checked)
 		if len(checked.Messages) != 2 {
 			t.Errorf("round %d: the check took %+v, want the 2 other unread ones", round, checked.Messages)
+		}
+		// Marked unread again by another session a moment before: the
+		// check sees it (other sessions' \Seen alone does not make it ask
+		// again: Conn.staleUnread).
+		if err := d.Store(imap.UIDSetNum(imap.UID(searched)), &imap.StoreFlags{Op: imap.StoreFlagsDel, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		mailtest.Decode(t, mailtest.Call(t, c, "imap_check_inbox", map[string]any{"limit": 1}), &checked)
+		if len(checked.Messages) != 1 || checked.Messages[0].UID != searched {
+			t.Errorf("round %d: the check took %+v, want UID %d, marked unread a moment before", round, checked.Messages, searched)
 		}
 
 		uid = file("flag-" + n)

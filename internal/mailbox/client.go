@@ -143,6 +143,10 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, o *open
 			// connection goes back to the pool with nothing in flight.
 			conn.settleOpening()
 			conn.opened, conn.refreshed = nil, false
+			if conn.watching {
+				conn.tap.unwatch()
+				conn.watching = false
+			}
 			return err
 		})
 		if err == nil || keepsConnection(err) {

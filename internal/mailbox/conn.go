@@ -96,6 +96,12 @@ type Conn struct {
 	opened   *openResult
 	changes  changeCounter
 	mark     uint64
+	// gains counts the changes that may have made a message unread, and
+	// gainMark is its count when the opening went out (staleUnread).
+	gains    changeCounter
+	gainMark uint64
+	// watching: the tap watches this call's opening (opening.watchUnread).
+	watching bool
 	// refreshed: this call's opening sent a NOOP ahead of its commands
 	// on the open folder (the operation asks Conn.stale instead of
 	// waiting for a NOOP of its own).
@@ -203,7 +209,7 @@ func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials
 	defer func(start time.Time) { ep.Observed(transport.StepLogin, start, err) }(time.Now())
 	conn := &Conn{host: cfg.state, tap: &modifiedTap{}}
 	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder(),
-		UnilateralDataHandler: countChanges(&conn.changes), DebugWriter: conn.tap}
+		UnilateralDataHandler: countChanges(&conn.changes, &conn.gains), DebugWriter: conn.tap}
 	if tune != nil {
 		conn.tap = nil
 		opts.DebugWriter = nil

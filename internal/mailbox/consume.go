@@ -216,7 +216,7 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 func claimOnPool(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
 	x := newExactClaim(sp)
 	var search *imapclient.SearchCommand
-	open := &opening{folder: sp.folder, rw: true, either: true, condStore: true, fresh: true, send: func(conn *Conn, _ imap.CapSet) {
+	open := &opening{folder: sp.folder, rw: true, either: true, condStore: true, fresh: true, watchUnread: true, send: func(conn *Conn, _ imap.CapSet) {
 		search = unreadSearch(conn.client(), sp.crit, true)
 	}}
 	err := c.doOpen(ctx, creds, open, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
@@ -227,7 +227,7 @@ func claimOnPool(ctx context.Context, c *Client, creds credentials.Credentials, 
 		cl := conn.client()
 		// Whether the server reported a change is known once the
 		// flight's answers are in.
-		if search.Wait(); conn.stale() {
+		if search.Wait(); conn.staleUnread() {
 			search = unreadSearch(cl, sp.crit, true)
 		}
 		x.out.UIDValidity = conn.uidValidity
@@ -758,6 +758,10 @@ type modifiedTap struct {
 	line    []byte
 	tooLong bool
 	ans     storeAnswer
+	// watching: counting in gains what the server reports unasked that
+	// may have made a message unread (watch).
+	watching bool
+	gains    int
 }
 
 // storeAnswer is what the server answered to a conditional STORE.
@@ -885,11 +889,38 @@ func (t *modifiedTap) arm() {
 	t.ans = storeAnswer{fetched: map[uint32]fetchedChange{}}
 }
 
+// watch counts, until unwatch, the untagged EXISTS and the FETCH answers
+// whose flags lack \Seen (or that carry none), while only commands that
+// fetch nothing are in flight (a NOOP, a SEARCH): every FETCH answer is
+// then the server's own report of another session's change. It is read
+// here, as the bytes arrive, because go-imap hands an unasked FETCH to
+// the connection's handler on a goroutine of its own (countChanges),
+// which may not have run when the flight's last answer is in.
+func (t *modifiedTap) watch() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.watching, t.gains, t.line, t.tooLong = true, 0, t.line[:0], false
+}
+
+// unwatch stops watch and says how many such reports came.
+func (t *modifiedTap) unwatch() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.watching = false
+	if !t.armed {
+		t.line = nil
+	}
+	return t.gains
+}
+
 // disarm stops reading and returns what the STORE's answer said.
 func (t *modifiedTap) disarm() storeAnswer {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.armed, t.line = false, nil
+	t.armed = false
+	if !t.watching {
+		t.line = nil
+	}
 	return t.ans
 }
 
@@ -899,7 +930,7 @@ func (t *modifiedTap) Write(p []byte) (int, error) {
 	// The STORE command comes in one write of its own (go-imap flushes
 	// each command whole): it is the only thing sent while armed, and
 	// must not mix with the answer's bytes in the line being read.
-	if !t.armed || storeCommand.Match(p) {
+	if !t.armed && !t.watching || storeCommand.Match(p) {
 		return len(p), nil
 	}
 	n := len(p)
@@ -933,7 +964,10 @@ func (t *modifiedTap) keep(b []byte) {
 // in flight: the one tagged status line is its answer, and the untagged
 // FETCHes before it report changes.
 func (t *modifiedTap) inspect(line string) {
-	if t.ans.answered {
+	if t.watching && unreadGain(line) {
+		t.gains++
+	}
+	if !t.armed || t.ans.answered {
 		return
 	}
 	if m := fetchLine.FindStringSubmatch(line); m != nil {
@@ -961,6 +995,23 @@ func (t *modifiedTap) inspect(line string) {
 	if c := modifiedCode.FindStringSubmatch(m[2]); c != nil {
 		t.ans.modified = parseUIDRanges(c[1])
 	}
+}
+
+var existsLine = regexp.MustCompile(`^\* \d+ (?i:EXISTS)$`)
+
+// unreadGain says whether line, an answer the server sent, reports a
+// change that may have made a message unread: a new message (EXISTS), or
+// flags without \Seen (or none: the report does not say).
+func unreadGain(line string) bool {
+	if existsLine.MatchString(line) {
+		return true
+	}
+	m := fetchLine.FindStringSubmatch(line)
+	if m == nil {
+		return false
+	}
+	fl := fetchFlagsRe.FindStringSubmatch(m[1])
+	return fl == nil || !slices.Contains(normFlags(strings.Fields(fl[1])), `\seen`)
 }
 
 // uidRanges is a parsed sequence set of UIDs ("2:3,7").

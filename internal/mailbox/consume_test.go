@@ -135,3 +135,29 @@ func TestParseUIDRanges(t *testing.T) {
 		}
 	}
 }
+
+// The tap's watch counts the reports that may have made a message unread,
+// as they arrive: new mail, flags without \Seen; not another consumer's
+// \Seen, an EXPUNGE, or the flight's own answers.
+func TestTapWatchCountsUnreadGains(t *testing.T) {
+	var tap modifiedTap
+	feed := func(s string) {
+		// In pieces, as the wire brings it.
+		for len(s) > 0 {
+			n := min(len(s), 7)
+			tap.Write([]byte(s[:n]))
+			s = s[n:]
+		}
+	}
+	tap.watch()
+	feed("* 4 FETCH (MODSEQ (16) FLAGS (\\Seen))\r\n* 3 EXPUNGE\r\n* ESEARCH (TAG \"T5\") UID ALL 2:9 MODSEQ 12\r\nT4 OK NOOP completed.\r\nT5 OK Search completed.\r\n")
+	if n := tap.unwatch(); n != 0 {
+		t.Errorf("another consumer's \\Seen, an EXPUNGE and the answers counted %d", n)
+	}
+	feed("* 5 FETCH (UID 5 FLAGS ())\r\n") // not watching: not counted
+	tap.watch()
+	feed("* 5 FETCH (MODSEQ (16) FLAGS (\\Flagged))\r\n* 9 EXISTS\r\n* 6 FETCH (MODSEQ (17))\r\nT7 OK done\r\n")
+	if n := tap.unwatch(); n != 3 {
+		t.Errorf("flags without \\Seen, new mail, a report without flags counted %d, want 3", n)
+	}
+}

@@ -30,6 +30,8 @@ package mailbox
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync/atomic"
 
 	"github.com/emersion/go-imap/v2"
@@ -50,6 +52,9 @@ type opening struct {
 	// condStore sends the select with CONDSTORE (RFC 7162), so that the
 	// session reports mod-sequences from its first answer on.
 	condStore bool
+	// watchUnread: the operation asks Conn.staleUnread, and its first
+	// commands fetch nothing (the connection's tap watches the flight).
+	watchUnread bool
 	// fresh: on a connection that has folder open already, a NOOP goes
 	// first and the operation must ask Conn.stale after its first answers.
 	fresh bool
@@ -99,12 +104,18 @@ func openingFrom(ctx context.Context) *opening {
 // one flight. The select is read by settleOpening.
 func (conn *Conn) begin(o *opening) {
 	cl := conn.client()
-	conn.mark = conn.changes.Load()
+	conn.mark, conn.gainMark = conn.changes.Load(), conn.gains.Load()
 	if o.selectOnly != conn {
 		switch {
 		case o.folder == "":
 		case conn.isOpen(o.folder, o.rw) || o.either && conn.isOpen(o.folder, !o.rw):
 			if o.fresh {
+				// A select's own EXISTS would count as a change: only
+				// a flight behind the NOOP is watched.
+				if o.watchUnread && conn.tap != nil {
+					conn.tap.watch()
+					conn.watching = true
+				}
 				cl.Noop()
 				conn.refreshed = true
 			}
@@ -191,21 +202,49 @@ func (conn *Conn) stale() bool {
 	return changed
 }
 
+// staleUnread is stale for an operation that looks for unread messages
+// only: it counts only the changes that may have made one (Conn.gains,
+// and what the tap saw in the flight: modifiedTap.watch), not the \Seen
+// other consumers set, which would otherwise have every claim among
+// several consumers ask again.
+func (conn *Conn) staleUnread() bool {
+	conn.stale()
+	now := conn.gains.Load()
+	changed := now != conn.gainMark
+	conn.gainMark = now
+	if conn.watching {
+		conn.watching = false
+		changed = conn.tap.unwatch() > 0 || changed
+	}
+	return changed
+}
+
 // changeCounter counts what the server reports about the selected folder
 // on its own (unilateral EXISTS, EXPUNGE, FETCH, FLAGS), for Conn.stale.
 type changeCounter = atomic.Uint64
 
-// countChanges is the unilateral-data handler of a pooled connection.
-func countChanges(n *changeCounter) *imapclient.UnilateralDataHandler {
+// countChanges is the unilateral-data handler of a pooled connection: it
+// counts every change in all, and in gains those that may have made a
+// message unread (anything but an EXPUNGE, or a FETCH whose flags hold
+// \Seen).
+func countChanges(all, gains *changeCounter) *imapclient.UnilateralDataHandler {
 	return &imapclient.UnilateralDataHandler{
-		Expunge: func(uint32) { n.Add(1) },
-		Mailbox: func(*imapclient.UnilateralDataMailbox) { n.Add(1) },
+		Expunge: func(uint32) { all.Add(1) },
+		Mailbox: func(*imapclient.UnilateralDataMailbox) {
+			all.Add(1)
+			gains.Add(1)
+		},
 		Fetch: func(msg *imapclient.FetchMessageData) {
-			n.Add(1)
-			msg.Collect() // drained, or the reader waits for someone to
+			all.Add(1)
+			// Collected: drained, or the reader waits for someone to.
+			if b, err := msg.Collect(); err != nil || b.Flags == nil || !slices.ContainsFunc(b.Flags, isSeen) {
+				gains.Add(1)
+			}
 		},
 	}
 }
+
+func isSeen(f imap.Flag) bool { return strings.EqualFold(string(f), string(imap.FlagSeen)) }
 
 func hasCondStore(caps imap.CapSet) bool {
 	return caps.Has(imap.CapCondStore) || caps.Has(imap.CapQResync)
