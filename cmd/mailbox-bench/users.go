@@ -224,6 +224,10 @@ type usersRun struct {
 type idleMem struct {
 	conns     int // idle pooled connections in the full states
 	imapProcs int // Dovecot imap processes then
+	// imapSessions are the IMAP sessions doveadm who lists then: with
+	// service_count > 1 a process that served a connection stays, idle,
+	// for the next one until Dovecot's idle_kill ends it.
+	imapSessions int
 	// The gateway's RSS (kB) and Go heap and stacks in use (bytes), after a
 	// GC: fresh (one connection), full (conns), empty again once the pool
 	// closed them all, full again.
@@ -706,6 +710,7 @@ func usersIdleMemory(bin, dir string, st *mailstack.Stack, key string, o options
 			return m, err
 		}
 		m.imapProcs = countProcs(dcPid, "imap")
+		m.imapSessions = imapSessions(st)
 		if round == 1 {
 			break
 		}
@@ -874,6 +879,22 @@ func procsMem(sid int, comm string) (rss, pss int64) {
 		return 0, 0
 	}
 	return rss / n, pss / n
+}
+
+// imapSessions counts the IMAP sessions Dovecot has now (doveadm who -1:
+// one line per connection); -1 if doveadm failed.
+func imapSessions(st *mailstack.Stack) int {
+	out, err := st.Doveadm("who", "-1")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "imap" {
+			n++
+		}
+	}
+	return n
 }
 
 // dovecotProcs are the groups Dovecot's CPU is shown in; an imap process
@@ -1076,7 +1097,7 @@ func (rep *usersReport) markdown() string {
 		}
 		p(" %s |\n", msf(r.dcCPU/calls))
 	}
-	p("\nDovecot's processes and the users:\n\n| round trip | MAX_POOL_SIZE | imap processes: most / at end | one imap process: RSS / Pss | users called | calls to the hottest | to the top 10 | to the top %d | pool events: reused / revalidated / busy |\n|---|---|---|---|---|---|---|---|---|\n", usersPool)
+	p("\nDovecot's processes and the users:\n\n| round trip | MAX_POOL_SIZE | imap processes (serving a connection or idle for the next): most / at end | one imap process: RSS / Pss | users called | calls to the hottest | to the top 10 | to the top %d | pool events: reused / revalidated / busy |\n|---|---|---|---|---|---|---|---|---|\n", usersPool)
 	for _, r := range rep.runs {
 		t1, t10, tp, distinct := zipfShares(r.calls)
 		p("| %s | %d | %d / %d | %s / %s | %d of %d | %.1f%% | %.1f%% | %.1f%% | %.0f / %.0f / %.0f |\n", rttName(r.rtt), r.pool, r.imapMax, r.imapEnd, mb(r.imapRSS), mb(r.imapPss),
@@ -1092,8 +1113,8 @@ func (rep *usersReport) markdown() string {
 		m.perConn(m.rss, 1, 0, 1), m.perConn(m.rss, 3, 2, 1))
 	p("| Go heap + stacks in use | %s | %s | %s | %s | %.1f KB | **%.1f KB** |\n", mb(m.heap[0]/1024), mb(m.heap[1]/1024), mb(m.heap[2]/1024), mb(m.heap[3]/1024),
 		m.perConn(m.heap, 1, 0, 1024), m.perConn(m.heap, 3, 2, 1024))
-	p("\nDovecot had %d imap processes with the %d connections idle. Target ≤ 64 KB per idle connection: %s (Go heap + stacks, none → %d again).\n",
-		m.imapProcs, m.conns, verdict(m.perConn(m.heap, 3, 2, 1024), 64), m.conns)
+	p("\nDovecot had %d IMAP sessions (doveadm who) and %d imap processes with the %d connections idle (the other processes, idle, wait to serve another connection until Dovecot's idle_kill ends them). Target ≤ 64 KB per idle connection: %s (Go heap + stacks, none → %d again).\n",
+		m.imapSessions, m.imapProcs, m.conns, verdict(m.perConn(m.heap, 3, 2, 1024), 64), m.conns)
 
 	p("\nDovecot's limits in the stack (doveconf; 0 means the default_ value): %s.\n", strings.Join(rep.limits, ", "))
 	if len(rep.dcLog) == 0 {
