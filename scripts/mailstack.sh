@@ -77,8 +77,9 @@
 #                          idle, Dovecot's master starts one process at a
 #                          time for the logins that arrive, so under many
 #                          logins a second they wait for each other. Default
-#                          0 (Dovecot's default). Both are read by the Go
-#                          helper's stacks too (mailbox-bench -users).
+#                          0 (Dovecot's default). The Go helper
+#                          (internal/mailstack) passes both through from
+#                          its environment, e.g. to mailbox-bench -users.
 #   MAILSTACK_METADATA=1   IMAP METADATA (RFC 5464): mail_attribute_dict =
 #                          file:%h/dovecot-attributes and imap_metadata = yes;
 #                          Dovecot then advertises METADATA (never

@@ -413,11 +413,11 @@ func (p *Pool[C]) tryAcquireLocked(ks *keyState[C]) (grant[C], bool) {
 // cold call's conn then pushes out the least recently used, which is as
 // likely a warm user's, and a full pool keeps only the users called within
 // the last second or two (cmd/mailbox-bench -users, 10,000 users and a
-// pool of 256: 38% of the calls logged in; 31% with this rule). The tenth kept for unproven conns
-// gives a new user's conn the time of some tens of logins to be reused and
-// so become proven; and when fewer are left the oldest conns of all go, so
-// conns that proved themselves once but are no longer used do not hold
-// their slots until IdleTimeout.
+// pool of 256: 38% of the calls logged in; 31% with this rule). The tenth
+// kept for unproven conns gives a new user's conn the time of some tens of
+// logins to be reused and so become proven; and when fewer are left the
+// oldest conns of all go, so conns that proved themselves once but are no
+// longer used do not hold their slots until IdleTimeout.
 func (p *Pool[C]) victimLocked() *entry[C] {
 	if p.unproven.n >= max(1, p.cfg.MaxTotal/10) {
 		return p.unproven.front()
