@@ -66,6 +66,11 @@
 #                          also run Dovecot's own submission server (2587
 #                          STARTTLS, 2465 TLS); it relays into Postfix's MX port
 #   MAILSTACK_SEED         RNG seed for `seed` (default 1) - output is repeatable
+#   MAILSTACK_LOGIN_PROCESSES=N
+#                          imap-login processes (high-performance mode:
+#                          service imap-login { process_min_avail }); default
+#                          1, so that TLS sessions resume (Dovecot advises one
+#                          per CPU core, whose ticket keys differ)
 #   MAILSTACK_IMAP_SERVICE_COUNT=N
 #                          connections one imap process serves, one after
 #                          the other, before it exits (service imap {
@@ -78,8 +83,8 @@
 #                          time for the logins that arrive, so under many
 #                          logins a second they wait for each other. Default
 #                          0 (Dovecot's default). The Go helper
-#                          (internal/mailstack) passes both through from
-#                          its environment, e.g. to mailbox-bench -users.
+#                          (internal/mailstack) passes these three through
+#                          from its environment, e.g. to mailbox-bench -users.
 #   MAILSTACK_METADATA=1   IMAP METADATA (RFC 5464): mail_attribute_dict =
 #                          file:%h/dovecot-attributes and imap_metadata = yes;
 #                          Dovecot then advertises METADATA (never
@@ -124,12 +129,10 @@ DC_SUBMISSION=${MAILSTACK_DOVECOT_SUBMISSION:-0}
 METADATA=${MAILSTACK_METADATA:-0}
 IMAP_PREFORK=${MAILSTACK_IMAP_PREFORK:-0}
 IMAP_SERVICE_COUNT=${MAILSTACK_IMAP_SERVICE_COUNT:-100}
-for v in IMAP_PREFORK IMAP_SERVICE_COUNT; do
+LOGIN_PROCESSES=${MAILSTACK_LOGIN_PROCESSES:-1}
+for v in IMAP_PREFORK IMAP_SERVICE_COUNT LOGIN_PROCESSES; do
   case ${!v} in ''|*[!0-9]*) die "MAILSTACK_$v must be a number, got '${!v}'" ;; esac
 done
-# one long-lived imap-login process per CPU core (Dovecot's advice for the
-# high-performance login mode)
-LOGIN_PROCS=$(nproc 2>/dev/null || echo 1)
 OAUTH2_URL=${MAILSTACK_OAUTH2_URL:-}
 OAUTH2_USER_ATTR=${MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE:-username}
 OAUTH2_SCOPE=${MAILSTACK_OAUTH2_SCOPE:-}
@@ -368,12 +371,15 @@ service imap-login {
     port = $IMAPS_PORT
     ssl = yes
   }
-  # high-performance mode: long-lived login processes, as many as CPU
-  # cores (Dovecot's advice for this mode). Each does the TLS of the
-  # connections it accepted for as long as they last: with one, every IMAP
-  # byte of every connection went through one process.
+  # high-performance mode: long-lived login processes, each doing the TLS
+  # of the connections it accepted for as long as they last. Dovecot
+  # advises one per CPU core; but OpenSSL's session-ticket keys are per
+  # process, so a client's TLS resumption then works only when it reaches
+  # the process that issued its ticket (internal/transport's
+  # TestDovecotAndPostfixResume needs one). Under mailbox-bench -users one
+  # and two did equally well (MAILSTACK_LOGIN_PROCESSES; docs/scaling.md).
   service_count = 0
-  process_min_avail = $LOGIN_PROCS
+  process_min_avail = $LOGIN_PROCESSES
   # Dovecot's advice for this mode too: a long-lived process holding many
   # TLS connections can outgrow the default 256M of address space
   vsz_limit = 1G
