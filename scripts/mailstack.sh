@@ -66,6 +66,25 @@
 #                          also run Dovecot's own submission server (2587
 #                          STARTTLS, 2465 TLS); it relays into Postfix's MX port
 #   MAILSTACK_SEED         RNG seed for `seed` (default 1) - output is repeatable
+#   MAILSTACK_LOGIN_PROCESSES=N
+#                          imap-login processes (high-performance mode:
+#                          service imap-login { process_min_avail }); default
+#                          1, so that TLS sessions resume (Dovecot advises one
+#                          per CPU core, whose ticket keys differ)
+#   MAILSTACK_IMAP_SERVICE_COUNT=N
+#                          connections one imap process serves, one after
+#                          the other, before it exits (service imap {
+#                          service_count }); default 100, Dovecot's
+#                          default is 1 (a new process for every login)
+#   MAILSTACK_IMAP_PREFORK=N
+#                          keep N imap processes started and idle
+#                          (service imap { process_min_avail }): with none
+#                          idle, Dovecot's master starts one process at a
+#                          time for the logins that arrive, so under many
+#                          logins a second they wait for each other. Default
+#                          0 (Dovecot's default). The Go helper
+#                          (internal/mailstack) passes these three through
+#                          from its environment, e.g. to mailbox-bench -users.
 #   MAILSTACK_METADATA=1   IMAP METADATA (RFC 5464): mail_attribute_dict =
 #                          file:%h/dovecot-attributes and imap_metadata = yes;
 #                          Dovecot then advertises METADATA (never
@@ -108,6 +127,12 @@ DC_SUBMISSION_PORT=$((2587 + OFF))
 DC_SUBMISSIONS_PORT=$((2465 + OFF))
 DC_SUBMISSION=${MAILSTACK_DOVECOT_SUBMISSION:-0}
 METADATA=${MAILSTACK_METADATA:-0}
+IMAP_PREFORK=${MAILSTACK_IMAP_PREFORK:-0}
+IMAP_SERVICE_COUNT=${MAILSTACK_IMAP_SERVICE_COUNT:-100}
+LOGIN_PROCESSES=${MAILSTACK_LOGIN_PROCESSES:-1}
+for v in IMAP_PREFORK IMAP_SERVICE_COUNT LOGIN_PROCESSES; do
+  case ${!v} in ''|*[!0-9]*) die "MAILSTACK_$v must be a number, got '${!v}'" ;; esac
+done
 OAUTH2_URL=${MAILSTACK_OAUTH2_URL:-}
 OAUTH2_USER_ATTR=${MAILSTACK_OAUTH2_USERNAME_ATTRIBUTE:-username}
 OAUTH2_SCOPE=${MAILSTACK_OAUTH2_SCOPE:-}
@@ -346,15 +371,35 @@ service imap-login {
     port = $IMAPS_PORT
     ssl = yes
   }
-  # high-performance mode: long-lived login processes
+  # high-performance mode: long-lived login processes, each doing the TLS
+  # of the connections it accepted for as long as they last. Dovecot
+  # advises one per CPU core; but OpenSSL's session-ticket keys are per
+  # process, so a client's TLS resumption then works only when it reaches
+  # the process that issued its ticket (internal/transport's
+  # TestDovecotAndPostfixResume needs one). Under mailbox-bench -users one
+  # and two did equally well (MAILSTACK_LOGIN_PROCESSES; docs/scaling.md).
   service_count = 0
-  process_min_avail = 1
+  process_min_avail = $LOGIN_PROCESSES
+  # Dovecot's advice for this mode too: a long-lived process holding many
+  # TLS connections can outgrow the default 256M of address space
+  vsz_limit = 1G
 }
 # One imap process per connection: a gateway pool of 1,024 connections plus
 # the processes of connections being closed would pass Dovecot's default
 # of 1024 (mailbox-bench -users measures such a pool).
 service imap {
   process_limit = 2048
+  # Still one connection at a time per process (client_limit 1), but a
+  # process serves up to 100 connections one after the other instead of
+  # exiting after one: no fork, exec and settings lookup per login
+  # (Dovecot's advice for CPU, "Dovecot Optimizations"; Dovecot's default
+  # is 1, MAILSTACK_IMAP_SERVICE_COUNT). All users here share one mail uid,
+  # as with most virtual users.
+  service_count = $IMAP_SERVICE_COUNT
+$([ "$IMAP_PREFORK" -gt 0 ] && echo "  # preforked imap processes (MAILSTACK_IMAP_PREFORK): with none idle,
+  # Dovecot's master starts one at a time for the logins that arrive
+  # (fork, exec, settings from config), so logins queue behind each other
+  process_min_avail = $IMAP_PREFORK")
 }
 service lmtp {
   inet_listener lmtp {

@@ -11,6 +11,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -123,18 +124,23 @@ func usersOp(c *client.Client, tool string) error {
 // asUser is an HTTP transport that sends the credentials of the user set
 // last: one MCP client (one HTTP connection) serves a caller whose every
 // call is for another user, as a gateway behind a shared front end sees it.
+// It also sends the request id set last (X-Request-Id), which the
+// gateway's log lines of the call carry.
 type asUser struct {
 	base http.RoundTripper
-	cred atomic.Pointer[[2]string]
+	cred atomic.Pointer[[3]string]
 }
 
-func (a *asUser) set(user, pass string) { a.cred.Store(&[2]string{user, pass}) }
+func (a *asUser) set(user, pass, id string) { a.cred.Store(&[3]string{user, pass, id}) }
 
 func (a *asUser) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	c := a.cred.Load()
 	r.Header.Set("x-imap-user", c[0])
 	r.Header.Set("x-imap-pass", c[1])
+	if c[2] != "" {
+		r.Header.Set("X-Request-Id", c[2])
+	}
 	return a.base.RoundTrip(r)
 }
 
@@ -146,7 +152,7 @@ type usersCaller struct {
 
 func newUsersCaller(url string) (*usersCaller, error) {
 	as := &asUser{base: &http.Transport{MaxIdleConnsPerHost: 4}}
-	as.set(usersName(0), usersPass(0))
+	as.set(usersName(0), usersPass(0), "")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	c, err := mcpcall.Connect(ctx, url, mcpcall.Options{
@@ -179,8 +185,9 @@ func closeCallers(callers []*usersCaller) {
 	}
 }
 
-func (u *usersCaller) call(i int, tool string) error {
-	u.as.set(usersName(i), usersPass(i))
+// call makes one call of tool for user i, under request id id.
+func (u *usersCaller) call(i int, tool, id string) error {
+	u.as.set(usersName(i), usersPass(i), id)
 	return usersOp(u.c, tool)
 }
 
@@ -207,12 +214,20 @@ type usersRun struct {
 	dcProcs map[string]time.Duration // dcCPU by dovecotProcs
 	selfCPU time.Duration            // this process (the callers, and rttproxy at 20 ms)
 	busy    time.Duration            // the machine's CPU time, all processes
+	// The successful calls split by whether the pool dialled for them
+	// (logged in) or handed them a pooled connection, and the pool's
+	// dials for the former (TCP, TLS, LOGIN), from the gateway's log.
+	loggedIn, pooled, dials *result
 }
 
 // idleMem is what idle pooled connections cost the gateway.
 type idleMem struct {
 	conns     int // idle pooled connections in the full states
 	imapProcs int // Dovecot imap processes then
+	// imapSessions are the IMAP sessions doveadm who lists then: with
+	// service_count > 1 a process that served a connection stays, idle,
+	// for the next one until Dovecot's idle_kill ends it.
+	imapSessions int
 	// The gateway's RSS (kB) and Go heap and stacks in use (bytes), after a
 	// GC: fresh (one connection), full (conns), empty again once the pool
 	// closed them all, full again.
@@ -406,7 +421,9 @@ func startUsersGateway(bin, dir, name string, st *mailstack.Stack, key string, o
 // sampled every second.
 func usersWindow(bin, dir string, st *mailstack.Stack, key string, o options, rtt time.Duration, pool int) (*usersRun, error) {
 	logf("%d callers, Zipf over %d users, %s round trip, MAX_POOL_SIZE=%d", usersCallers, o.users, rttName(rtt), pool)
-	gw, metricsURL, proxy, err := startUsersGateway(bin, dir, fmt.Sprintf("gateway-users-%dms-%d", rtt.Milliseconds(), pool), st, key, o, rtt, pool)
+	// At debug level the pool logs each dial under the call's request id:
+	// two more lines for a call that logs in.
+	gw, metricsURL, proxy, err := startUsersGateway(bin, dir, fmt.Sprintf("gateway-users-%dms-%d", rtt.Milliseconds(), pool), st, key, o, rtt, pool, "LOG_LEVEL=debug")
 	if err != nil {
 		return nil, err
 	}
@@ -461,6 +478,9 @@ func usersWindow(bin, dir string, st *mailstack.Stack, key string, o options, rt
 	<-sampled
 
 	r.all, r.byTool, r.errs, r.calls = load.all, load.byTool, load.errs, load.calls
+	if r.loggedIn, r.pooled, r.dials, err = splitByLogin(gw.logf.Name(), load.ok); err != nil {
+		return nil, err
+	}
 	r.rss, _ = gw.status("VmRSS")
 	r.hwm, _ = gw.status("VmHWM")
 	ev1, err := scrape(metricsURL)
@@ -484,6 +504,13 @@ type usersLoadResult struct {
 	byTool map[string]*result
 	errs   map[string]int
 	calls  []int
+	ok     []idLatency // the calls that succeeded
+}
+
+// idLatency is one call's request id and latency.
+type idLatency struct {
+	id  string
+	lat time.Duration
 }
 
 // usersLoad runs the callers for d: each call is for a user drawn from the
@@ -504,13 +531,17 @@ func usersLoad(callers []*usersCaller, n int, d time.Duration, seed uint64) user
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(seed, uint64(w)))
 			z := rand.NewZipf(rng, usersZipfS, 1, uint64(n-1))
-			for time.Now().Before(deadline) {
+			for k := 0; time.Now().Before(deadline); k++ {
 				i, tool := int(z.Uint64()), pickTool(rng.Float64())
+				id := fmt.Sprintf("users-%d-%d-%d", seed, w, k)
 				t := time.Now()
-				err := c.call(i, tool)
+				err := c.call(i, tool, id)
 				lat := time.Since(t)
 				mu.Lock()
 				res.calls[i]++
+				if err == nil {
+					res.ok = append(res.ok, idLatency{id, lat})
+				}
 				for _, r := range []*result{res.all, res.byTool[tool]} {
 					r.Calls++
 					if err != nil {
@@ -536,6 +567,47 @@ func usersLoad(callers []*usersCaller, n int, d time.Duration, seed uint64) user
 		r.Wall = res.all.Wall
 	}
 	return res
+}
+
+// splitByLogin splits the calls ok by whether the gateway's log at path
+// has the pool's "dialled" line under their request id, and collects the
+// time those dials took.
+func splitByLogin(path string, ok []idLatency) (loggedIn, pooled, dials *result, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	defer f.Close()
+	dialled := map[string]time.Duration{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if !strings.Contains(sc.Text(), `"msg":"dialled"`) {
+			continue
+		}
+		var l struct {
+			ID     string  `json:"request_id"`
+			DialMS float64 `json:"dial_ms"`
+		}
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.ID != "" {
+			dialled[l.ID] = time.Duration(l.DialMS * float64(time.Millisecond))
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, nil, err
+	}
+	loggedIn, pooled, dials = &result{}, &result{}, &result{}
+	for _, c := range ok {
+		r := pooled
+		if d, ok := dialled[c.id]; ok {
+			r = loggedIn
+			dials.Calls++
+			dials.lat = append(dials.lat, d)
+		}
+		r.Calls++
+		r.lat = append(r.lat, c.lat)
+	}
+	return loggedIn, pooled, dials, nil
 }
 
 // usersIdleMemory measures what an idle pooled connection costs the
@@ -573,7 +645,7 @@ func usersIdleMemory(bin, dir string, st *mailstack.Stack, key string, o options
 					if i >= usersPool || i+first >= o.users {
 						break
 					}
-					if err = c.call(first+i, toolList); err != nil {
+					if err = c.call(first+i, toolList, ""); err != nil {
 						break
 					}
 				}
@@ -620,7 +692,7 @@ func usersIdleMemory(bin, dir string, st *mailstack.Stack, key string, o options
 	}
 	// Fresh: one call (code paths, TLS, the first login) by a user of the
 	// burst, whose connection the burst then reuses.
-	if err := callers[0].call(first, toolList); err != nil {
+	if err := callers[0].call(first, toolList, ""); err != nil {
 		return m, err
 	}
 	if m.rss[0], m.heap[0], err = measure(); err != nil {
@@ -638,6 +710,7 @@ func usersIdleMemory(bin, dir string, st *mailstack.Stack, key string, o options
 			return m, err
 		}
 		m.imapProcs = countProcs(dcPid, "imap")
+		m.imapSessions = imapSessions(st)
 		if round == 1 {
 			break
 		}
@@ -808,6 +881,22 @@ func procsMem(sid int, comm string) (rss, pss int64) {
 	return rss / n, pss / n
 }
 
+// imapSessions counts the IMAP sessions Dovecot has now (doveadm who -1:
+// one line per connection); -1 if doveadm failed.
+func imapSessions(st *mailstack.Stack) int {
+	out, err := st.Doveadm("who", "-1")
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) > 1 && f[1] == "imap" {
+			n++
+		}
+	}
+	return n
+}
+
 // dovecotProcs are the groups Dovecot's CPU is shown in; an imap process
 // that exited (an evicted connection) is counted by its master, which
 // reaped it, under "imap" too.
@@ -886,8 +975,8 @@ func dovecotLimits(st *mailstack.Stack) []string {
 	conf := filepath.Join(st.Dir, "etc", "dovecot.conf")
 	var out []string
 	for _, k := range []string{"default_process_limit", "default_client_limit", "default_vsz_limit", "mail_max_userip_connections",
-		"service/imap/process_limit", "service/imap/client_limit", "service/imap/service_count",
-		"service/imap-login/process_limit", "service/imap-login/client_limit", "service/imap-login/service_count",
+		"service/imap/process_limit", "service/imap/client_limit", "service/imap/service_count", "service/imap/process_min_avail",
+		"service/imap-login/process_limit", "service/imap-login/client_limit", "service/imap-login/service_count", "service/imap-login/process_min_avail",
 		"service/auth/client_limit", "service/anvil/client_limit"} {
 		v, err := exec.Command("doveconf", "-c", conf, "-h", k).Output()
 		val := strings.TrimSpace(string(v))
@@ -972,6 +1061,12 @@ func (rep *usersReport) markdown() string {
 			r.poolEv["opened"], r.poolEv["opened"]/a.Wall.Seconds(), pct(r.poolEv["opened"], float64(a.Calls)),
 			r.poolMax, r.poolEnd, r.poolEv["evicted"], r.poolEv["waited"], mb(r.rss), mb(r.hwm))
 	}
+	p("\nCalls that logged in and calls on a pooled connection (latency as the callers measured it; a call logged in when the gateway's pool logged a dial under its request id, the gateway running at LOG_LEVEL=debug for this; the dial is the pool's: TCP, TLS and LOGIN, the first EXAMINE sent behind it):\n\n")
+	p("| round trip | MAX_POOL_SIZE | calls that logged in | their p50 | their p99 | calls on a pooled connection: p50 | p99 | the dial: p50 | p99 |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rep.runs {
+		p("| %s | %d | %.0f%% | %s | %s | %s | %s | %s | %s |\n", rttName(r.rtt), r.pool, pct(float64(r.loggedIn.Calls), float64(r.loggedIn.Calls+r.pooled.Calls)),
+			ms(r.loggedIn.P50()), ms(r.loggedIn.P99()), ms(r.pooled.P50()), ms(r.pooled.P99()), ms(r.dials.P50()), ms(r.dials.P99()))
+	}
 	p("\nPer tool:\n\n| round trip | MAX_POOL_SIZE | tool | share | p50 | p99 | errors |\n|---|---|---|---|---|---|---|\n")
 	for _, r := range rep.runs {
 		for _, m := range usersMix {
@@ -989,7 +1084,7 @@ func (rep *usersReport) markdown() string {
 			max(0, (r.busy-r.gwCPU-r.dcCPU-r.selfCPU).Seconds()/w), r.busy.Seconds()/w,
 			ms(r.gwCPU/calls), ms(r.dcCPU/calls))
 	}
-	p("\nDovecot's CPU by process, ms per call (imap: one process per connection, those that exited included; imap-login: the TLS of every connection, in Dovecot's high-performance mode; auth: the logins' password checks; config: settings for each new imap process):\n\n| round trip | MAX_POOL_SIZE |")
+	p("\nDovecot's CPU by process, ms per call (imap: the processes serving the connections, one connection at a time each, those that exited included; imap-login: the TLS of every connection, in Dovecot's high-performance mode; auth: the logins' password checks; config: settings for each new imap process):\n\n| round trip | MAX_POOL_SIZE |")
 	for _, k := range dovecotProcs {
 		p(" %s |", k)
 	}
@@ -1002,7 +1097,7 @@ func (rep *usersReport) markdown() string {
 		}
 		p(" %s |\n", msf(r.dcCPU/calls))
 	}
-	p("\nDovecot's processes and the users:\n\n| round trip | MAX_POOL_SIZE | imap processes: most / at end | one imap process: RSS / Pss | users called | calls to the hottest | to the top 10 | to the top %d | pool events: reused / revalidated / busy |\n|---|---|---|---|---|---|---|---|---|\n", usersPool)
+	p("\nDovecot's processes and the users:\n\n| round trip | MAX_POOL_SIZE | imap processes (serving a connection or idle for the next): most / at end | one imap process: RSS / Pss | users called | calls to the hottest | to the top 10 | to the top %d | pool events: reused / revalidated / busy |\n|---|---|---|---|---|---|---|---|---|\n", usersPool)
 	for _, r := range rep.runs {
 		t1, t10, tp, distinct := zipfShares(r.calls)
 		p("| %s | %d | %d / %d | %s / %s | %d of %d | %.1f%% | %.1f%% | %.1f%% | %.0f / %.0f / %.0f |\n", rttName(r.rtt), r.pool, r.imapMax, r.imapEnd, mb(r.imapRSS), mb(r.imapPss),
@@ -1018,8 +1113,8 @@ func (rep *usersReport) markdown() string {
 		m.perConn(m.rss, 1, 0, 1), m.perConn(m.rss, 3, 2, 1))
 	p("| Go heap + stacks in use | %s | %s | %s | %s | %.1f KB | **%.1f KB** |\n", mb(m.heap[0]/1024), mb(m.heap[1]/1024), mb(m.heap[2]/1024), mb(m.heap[3]/1024),
 		m.perConn(m.heap, 1, 0, 1024), m.perConn(m.heap, 3, 2, 1024))
-	p("\nDovecot had %d imap processes with the %d connections idle. Target ≤ 64 KB per idle connection: %s (Go heap + stacks, none → %d again).\n",
-		m.imapProcs, m.conns, verdict(m.perConn(m.heap, 3, 2, 1024), 64), m.conns)
+	p("\nDovecot had %d IMAP sessions (doveadm who) and %d imap processes with the %d connections idle (the other processes, idle, wait to serve another connection until Dovecot's idle_kill ends them). Target ≤ 64 KB per idle connection: %s (Go heap + stacks, none → %d again).\n",
+		m.imapSessions, m.imapProcs, m.conns, verdict(m.perConn(m.heap, 3, 2, 1024), 64), m.conns)
 
 	p("\nDovecot's limits in the stack (doveconf; 0 means the default_ value): %s.\n", strings.Join(rep.limits, ", "))
 	if len(rep.dcLog) == 0 {

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/mail"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,13 +88,13 @@ func TestUsersInboxMsgs(t *testing.T) {
 func TestAsUserSetsTheCurrentUser(t *testing.T) {
 	var got []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = append(got, r.Header.Get("x-imap-user")+"/"+r.Header.Get("x-imap-pass"))
+		got = append(got, r.Header.Get("x-imap-user")+"/"+r.Header.Get("x-imap-pass")+"/"+r.Header.Get("X-Request-Id"))
 	}))
 	defer srv.Close()
 	as := &asUser{base: http.DefaultTransport}
 	c := &http.Client{Transport: as}
 	for _, i := range []int{0, 42} {
-		as.set(usersName(i), usersPass(i))
+		as.set(usersName(i), usersPass(i), map[int]string{42: "users-2-0-7"}[i])
 		req, _ := http.NewRequest("POST", srv.URL, nil)
 		req.Header.Set("x-imap-user", "someone-else")
 		resp, err := c.Do(req)
@@ -104,9 +106,35 @@ func TestAsUserSetsTheCurrentUser(t *testing.T) {
 			t.Error("RoundTrip changed the caller's request")
 		}
 	}
-	want := []string{"u00000@example.test/pw00000", "u00042@example.test/pw00042"}
+	want := []string{"u00000@example.test/pw00000/", "u00042@example.test/pw00042/users-2-0-7"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("server saw %v, want %v", got, want)
+	}
+}
+
+func TestSplitByLogin(t *testing.T) {
+	log := `{"time":"2026-11-27T02:11:33Z","level":"DEBUG","msg":"evicted idle connection","component":"pool","key":"ab12cd34…","request_id":"users-2-0-1"}
+{"time":"2026-11-27T02:11:33Z","level":"DEBUG","msg":"dialled","component":"pool","key":"ab12cd34…","before_ms":0.2,"dial_ms":12.5,"ok":true,"request_id":"users-2-0-1"}
+{"time":"2026-11-27T02:11:33Z","level":"INFO","msg":"request","component":"http","duration_ms":14,"request_id":"users-2-0-1"}
+{"time":"2026-11-27T02:11:33Z","level":"DEBUG","msg":"dialled","component":"pool","key":"ef56ab78…","before_ms":0.1,"dial_ms":30,"ok":true,"request_id":"users-1-3-9"}
+`
+	path := filepath.Join(t.TempDir(), "gateway.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ok := []idLatency{{"users-2-0-0", 3 * time.Millisecond}, {"users-2-0-1", 20 * time.Millisecond}, {"users-2-0-2", 5 * time.Millisecond}}
+	in, pooled, dials, err := splitByLogin(path, ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Calls != 1 || in.P50() != 20*time.Millisecond {
+		t.Errorf("logged in: %d calls, p50 %v; want 1, 20ms", in.Calls, in.P50())
+	}
+	if pooled.Calls != 2 || pooled.P99() != 5*time.Millisecond {
+		t.Errorf("pooled: %d calls, p99 %v; want 2, 5ms", pooled.Calls, pooled.P99())
+	}
+	if dials.Calls != 1 || dials.P50() != 12500*time.Microsecond {
+		t.Errorf("dials: %d, p50 %v; want 1, 12.5ms (the warm-up's dial not counted)", dials.Calls, dials.P50())
 	}
 }
 
