@@ -933,6 +933,12 @@ func (t *modifiedTap) Write(p []byte) (int, error) {
 	if !t.armed && !t.watching || storeCommand.Match(p) {
 		return len(p), nil
 	}
+	if !t.armed && clientCommand.Match(p) && !taggedStatus.Match(bytes.TrimRight(p, "\r\n")) {
+		// A command the gateway sent while watching (go-imap tags
+		// them T1, T2, ...): kept out of a line being read, as the
+		// STORE is.
+		return len(p), nil
+	}
 	n := len(p)
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
@@ -997,7 +1003,10 @@ func (t *modifiedTap) inspect(line string) {
 	}
 }
 
-var existsLine = regexp.MustCompile(`^\* \d+ (?i:EXISTS)$`)
+var (
+	existsLine    = regexp.MustCompile(`^\* \d+ (?i:EXISTS)$`)
+	clientCommand = regexp.MustCompile(`^T\d+ [A-Z]+[^\r\n]*\r\n$`)
+)
 
 // unreadGain says whether line, an answer the server sent, reports a
 // change that may have made a message unread: a new message (EXISTS), or

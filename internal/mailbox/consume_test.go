@@ -160,4 +160,13 @@ func TestTapWatchCountsUnreadGains(t *testing.T) {
 	if n := tap.unwatch(); n != 3 {
 		t.Errorf("flags without \\Seen, new mail, a report without flags counted %d, want 3", n)
 	}
+	// A command the gateway writes while an answer's line is half read
+	// does not break that line.
+	tap.watch()
+	tap.Write([]byte("* 7 FETCH (MODSEQ (18) FL"))
+	tap.Write([]byte("T8 UID SEARCH RETURN (ALL) UNSEEN MODSEQ 1\r\n"))
+	tap.Write([]byte("AGS ())\r\n"))
+	if n := tap.unwatch(); n != 1 {
+		t.Errorf("a report split by a command counted %d, want 1", n)
+	}
 }
