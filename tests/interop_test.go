@@ -493,6 +493,16 @@ func (m *matrix) check(t *testing.T) {
 	res := m.call(t, m.me, "imap_check_inbox", map[string]any{"tag": "review"})
 	if got := uidsOf(res["messages"]); !slices.Equal(got, []imap.UID{m.uids["three"]}) {
 		t.Errorf("check_inbox returned %v, want [%d]", got, m.uids["three"])
+	} else {
+		// Read before its claim, with the claim's flags added: what a
+		// read returns afterwards.
+		read := m.call(t, m.me, "imap_read_email", map[string]any{"uid": m.uids["three"], "max_chars": 20000})
+		delete(read, "untrusted") // the read tool's note on the whole answer
+		got, _ := json.Marshal(res["messages"].([]any)[0])
+		want, _ := json.Marshal(read)
+		if string(got) != string(want) {
+			t.Errorf("check_inbox returned\n%s\nthe read afterwards\n%s", got, want)
+		}
 	}
 	d := m.srv.dial(t)
 	seen := searchUIDs(t, d, "INBOX", &imap.SearchCriteria{Flag: []imap.Flag{imap.FlagSeen}})
