@@ -58,6 +58,19 @@ func TestFreshAfterOtherSession(t *testing.T) {
 			t.Errorf("round %d: the search found %d messages filed a moment before, want 1", round, len(found.Messages))
 		}
 
+		// Flagged by another session a moment before: a search by the
+		// flag finds it (Dovecot runs the SEARCH before the NOOP's
+		// refresh, and go-imap reports the change on a goroutine of its
+		// own: the tap watches the flight).
+		if err := d.Store(imap.UIDSetNum(imap.UID(searched)), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagFlagged}}, nil).Close(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(300 * time.Millisecond)
+		mailtest.Decode(t, mailtest.Call(t, c, "imap_search_emails", map[string]any{"subject": "search-" + n, "flagged": true}), &found)
+		if len(found.Messages) != 1 {
+			t.Errorf("round %d: the search by the flag set a moment before found %d messages, want 1", round, len(found.Messages))
+		}
+
 		before := 4*(round-1) + 1 // four messages a round
 		file("peek-" + n)
 		var peek struct {

@@ -144,8 +144,7 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, o *open
 			conn.settleOpening()
 			conn.opened, conn.refreshed = nil, false
 			if conn.watching {
-				conn.tap.unwatch()
-				conn.watching = false
+				conn.flightChanges()
 			}
 			return err
 		})

@@ -100,7 +100,7 @@ type Conn struct {
 	// gainMark is its count when the opening went out (staleUnread).
 	gains    changeCounter
 	gainMark uint64
-	// watching: the tap watches this call's opening (opening.watchUnread).
+	// watching: the tap watches this call's opening (opening.fetchless).
 	watching bool
 	// refreshed: this call's opening sent a NOOP ahead of its commands
 	// on the open folder (the operation asks Conn.stale instead of

@@ -216,7 +216,7 @@ func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o C
 func claimOnPool(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
 	x := newExactClaim(sp)
 	var search *imapclient.SearchCommand
-	open := &opening{folder: sp.folder, rw: true, either: true, condStore: true, fresh: true, watchUnread: true, send: func(conn *Conn, _ imap.CapSet) {
+	open := &opening{folder: sp.folder, rw: true, either: true, condStore: true, fresh: true, fetchless: true, send: func(conn *Conn, _ imap.CapSet) {
 		search = unreadSearch(conn.client(), sp.crit, true)
 	}}
 	err := c.doOpen(ctx, creds, open, "looking for unread messages", true, func(ctx context.Context, conn *Conn) error {
@@ -758,9 +758,11 @@ type modifiedTap struct {
 	line    []byte
 	tooLong bool
 	ans     storeAnswer
-	// watching: counting in gains what the server reports unasked that
-	// may have made a message unread (watch).
+	// watching: counting in changes what the server reports unasked
+	// about the folder, and in gains what of it may have made a message
+	// unread (watch).
 	watching bool
+	changes  int
 	gains    int
 }
 
@@ -889,28 +891,30 @@ func (t *modifiedTap) arm() {
 	t.ans = storeAnswer{fetched: map[uint32]fetchedChange{}}
 }
 
-// watch counts, until unwatch, the untagged EXISTS and the FETCH answers
-// whose flags lack \Seen (or that carry none), while only commands that
-// fetch nothing are in flight (a NOOP, a SEARCH): every FETCH answer is
-// then the server's own report of another session's change. It is read
-// here, as the bytes arrive, because go-imap hands an unasked FETCH to
-// the connection's handler on a goroutine of its own (countChanges),
-// which may not have run when the flight's last answer is in.
+// watch counts, until unwatch, the untagged EXISTS, EXPUNGE and FETCH
+// answers (changes), and of those the EXISTS and the FETCH answers whose
+// flags lack \Seen or that carry none (gains), while only commands that
+// fetch nothing are in flight (a NOOP, a STATUS, a SEARCH): every FETCH
+// answer is then the server's own report of another session's change. It
+// is read here, as the bytes arrive, because go-imap hands an unasked
+// FETCH to the connection's handler on a goroutine of its own
+// (countChanges), which may not have run when the flight's last answer is
+// in.
 func (t *modifiedTap) watch() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.watching, t.gains, t.line, t.tooLong = true, 0, t.line[:0], false
+	t.watching, t.changes, t.gains, t.line, t.tooLong = true, 0, 0, t.line[:0], false
 }
 
 // unwatch stops watch and says how many such reports came.
-func (t *modifiedTap) unwatch() int {
+func (t *modifiedTap) unwatch() (changes, gains int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.watching = false
 	if !t.armed {
 		t.line = nil
 	}
-	return t.gains
+	return t.changes, t.gains
 }
 
 // disarm stops reading and returns what the STORE's answer said.
@@ -970,8 +974,11 @@ func (t *modifiedTap) keep(b []byte) {
 // in flight: the one tagged status line is its answer, and the untagged
 // FETCHes before it report changes.
 func (t *modifiedTap) inspect(line string) {
-	if t.watching && unreadGain(line) {
-		t.gains++
+	if t.watching && folderChange.MatchString(line) {
+		t.changes++
+		if unreadGain(line) {
+			t.gains++
+		}
 	}
 	if !t.armed || t.ans.answered {
 		return
@@ -1005,6 +1012,7 @@ func (t *modifiedTap) inspect(line string) {
 
 var (
 	existsLine    = regexp.MustCompile(`^\* \d+ (?i:EXISTS)$`)
+	folderChange  = regexp.MustCompile(`^\* \d+ (?i:EXISTS$|EXPUNGE$|FETCH \()`)
 	clientCommand = regexp.MustCompile(`^T\d+ [A-Z]+[^\r\n]*\r\n$`)
 )
 

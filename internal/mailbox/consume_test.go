@@ -136,10 +136,11 @@ func TestParseUIDRanges(t *testing.T) {
 	}
 }
 
-// The tap's watch counts the reports that may have made a message unread,
-// as they arrive: new mail, flags without \Seen; not another consumer's
-// \Seen, an EXPUNGE, or the flight's own answers.
-func TestTapWatchCountsUnreadGains(t *testing.T) {
+// The tap's watch counts what the server reports unasked about the folder
+// as it arrives (changes), and of that what may have made a message unread
+// (gains): new mail, flags without \Seen; not another consumer's \Seen or
+// an EXPUNGE, and never the flight's own answers.
+func TestTapWatchCountsChanges(t *testing.T) {
 	var tap modifiedTap
 	feed := func(s string) {
 		// In pieces, as the wire brings it.
@@ -149,24 +150,27 @@ func TestTapWatchCountsUnreadGains(t *testing.T) {
 			s = s[n:]
 		}
 	}
-	tap.watch()
-	feed("* 4 FETCH (MODSEQ (16) FLAGS (\\Seen))\r\n* 3 EXPUNGE\r\n* ESEARCH (TAG \"T5\") UID ALL 2:9 MODSEQ 12\r\nT4 OK NOOP completed.\r\nT5 OK Search completed.\r\n")
-	if n := tap.unwatch(); n != 0 {
-		t.Errorf("another consumer's \\Seen, an EXPUNGE and the answers counted %d", n)
+	check := func(what string, wantChanges, wantGains int) {
+		t.Helper()
+		if c, g := tap.unwatch(); c != wantChanges || g != wantGains {
+			t.Errorf("%s: %d changes, %d gains; want %d, %d", what, c, g, wantChanges, wantGains)
+		}
 	}
+	tap.watch()
+	feed("* STATUS INBOX (MESSAGES 9 UNSEEN 2)\r\n* ESEARCH (TAG \"T5\") UID ALL 2:9 MODSEQ 12\r\nT4 OK NOOP completed.\r\nT5 OK Search completed.\r\n")
+	check("the flight's own answers", 0, 0)
+	tap.watch()
+	feed("* 4 FETCH (MODSEQ (16) FLAGS (\\Seen))\r\n* 3 EXPUNGE\r\nT4 OK NOOP completed.\r\n")
+	check("another consumer's \\Seen and an EXPUNGE", 2, 0)
 	feed("* 5 FETCH (UID 5 FLAGS ())\r\n") // not watching: not counted
 	tap.watch()
 	feed("* 5 FETCH (MODSEQ (16) FLAGS (\\Flagged))\r\n* 9 EXISTS\r\n* 6 FETCH (MODSEQ (17))\r\nT7 OK done\r\n")
-	if n := tap.unwatch(); n != 3 {
-		t.Errorf("flags without \\Seen, new mail, a report without flags counted %d, want 3", n)
-	}
+	check("flags without \\Seen, new mail, a report without flags", 3, 3)
 	// A command the gateway writes while an answer's line is half read
 	// does not break that line.
 	tap.watch()
 	tap.Write([]byte("* 7 FETCH (MODSEQ (18) FL"))
 	tap.Write([]byte("T8 UID SEARCH RETURN (ALL) UNSEEN MODSEQ 1\r\n"))
 	tap.Write([]byte("AGS ())\r\n"))
-	if n := tap.unwatch(); n != 1 {
-		t.Errorf("a report split by a command counted %d, want 1", n)
-	}
+	check("a report split by a command", 1, 1)
 }

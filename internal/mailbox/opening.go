@@ -52,9 +52,11 @@ type opening struct {
 	// condStore sends the select with CONDSTORE (RFC 7162), so that the
 	// session reports mod-sequences from its first answer on.
 	condStore bool
-	// watchUnread: the operation asks Conn.staleUnread, and its first
-	// commands fetch nothing (the connection's tap watches the flight).
-	watchUnread bool
+	// fetchless: the operation's first commands fetch nothing (a STATUS,
+	// a SEARCH), so every FETCH answer in the flight is the server's own
+	// report of another session's change, and the connection's tap can
+	// watch the flight for Conn.stale (modifiedTap.watch).
+	fetchless bool
 	// fresh: on a connection that has folder open already, a NOOP goes
 	// first and the operation must ask Conn.stale after its first answers.
 	fresh bool
@@ -112,7 +114,7 @@ func (conn *Conn) begin(o *opening) {
 			if o.fresh {
 				// A select's own EXISTS would count as a change: only
 				// a flight behind the NOOP is watched.
-				if o.watchUnread && conn.tap != nil {
+				if o.fetchless && conn.tap != nil {
 					conn.tap.watch()
 					conn.watching = true
 				}
@@ -196,27 +198,35 @@ func (conn *Conn) openEither(folder string, rw bool) error {
 // may then miss it, and a fresh operation asks again. It also starts
 // counting anew, so that asking again is needed once.
 func (conn *Conn) stale() bool {
-	now := conn.changes.Load()
-	changed := now != conn.mark
-	conn.mark = now
-	return changed
+	all, _ := conn.flightChanges()
+	return all
 }
 
 // staleUnread is stale for an operation that looks for unread messages
-// only: it counts only the changes that may have made one (Conn.gains,
-// and what the tap saw in the flight: modifiedTap.watch), not the \Seen
+// only: it counts only the changes that may have made one, not the \Seen
 // other consumers set, which would otherwise have every claim among
 // several consumers ask again.
 func (conn *Conn) staleUnread() bool {
-	conn.stale()
-	now := conn.gains.Load()
-	changed := now != conn.gainMark
-	conn.gainMark = now
+	_, gains := conn.flightChanges()
+	return gains
+}
+
+// flightChanges says whether the server reported a change since the
+// opening went out (all), and one that may have made a message unread
+// (gains), and starts counting anew. The unilateral-data handler counts
+// them (countChanges), but go-imap calls its Fetch on a goroutine of its
+// own, which may not have run yet: a flight the tap watched (a fetchless
+// opening) is judged by what the tap saw too.
+func (conn *Conn) flightChanges() (all, gains bool) {
+	now, g := conn.changes.Load(), conn.gains.Load()
+	all, gains = now != conn.mark, g != conn.gainMark
+	conn.mark, conn.gainMark = now, g
 	if conn.watching {
 		conn.watching = false
-		changed = conn.tap.unwatch() > 0 || changed
+		a, gn := conn.tap.unwatch()
+		all, gains = all || a > 0, gains || gn > 0
 	}
-	return changed
+	return all, gains
 }
 
 // changeCounter counts what the server reports about the selected folder

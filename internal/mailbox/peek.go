@@ -93,7 +93,7 @@ func (c *Client) Peek(ctx context.Context, creds credentials.Credentials, folder
 	// (opening.go).
 	var q peekQuery
 	send := func(conn *Conn, caps imap.CapSet) { q.send(conn.client(), folder, caps) }
-	open := &opening{folder: folder, fresh: true, send: send}
+	open := &opening{folder: folder, fresh: true, fetchless: true, send: send}
 	err = c.doOpen(ctx, creds, open, "looking at the folder", true, func(ctx context.Context, conn *Conn) error {
 		_, err := conn.examine(folder)
 		q.wait()

@@ -136,7 +136,7 @@ func (c *Client) Search(ctx context.Context, creds credentials.Credentials, q Qu
 		}
 		search = cl.UIDSearch(crit, opts)
 	}
-	open := &opening{folder: folder, fresh: true, send: send}
+	open := &opening{folder: folder, fresh: true, fetchless: true, send: send}
 	err = c.doOpen(ctx, creds, open, "searching", true, func(ctx context.Context, conn *Conn) error {
 		_, err := conn.examine(folder)
 		res, serr := search.Wait()
