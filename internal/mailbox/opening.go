@@ -26,7 +26,10 @@ package mailbox
 // counts the changes the server reports (EXISTS, EXPUNGE, FETCH) while
 // the flight is answered: when there were some, the operation asks again
 // (Conn.stale), one more round trip only when mail changed, instead of
-// always waiting for a NOOP first.
+// always waiting for a NOOP first. go-imap hands an unasked FETCH (another
+// session's flag change) to its handler on a goroutine of its own, so for
+// an opening whose first commands fetch nothing (fetchless) the
+// connection's wire tap counts the changes as the bytes arrive.
 
 import (
 	"context"
