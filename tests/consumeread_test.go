@@ -20,11 +20,14 @@ import (
 // pooled connection had open (nothing, the folder examined by a list, the
 // folder selected by an earlier claim) and with a key.
 func TestConsumedIsWhatReadReturns(t *testing.T) {
-	s := mailtest.Shared(t)
+	// A stack of its own: the claim with a key leaves its records folder
+	// under Agents, which the shared stack's folder tests would see.
+	const user = "consumeread@example.test"
+	s := mailtest.StartT(t, mailtest.Options{Users: map[string]string{user: "consumereadpw"}})
 	c := mailboxClient(t, s)
-	d := direct(t, s, bob)
+	d := direct(t, s, user)
 	folder := scratchFolder(t, d)
-	creds := stackCreds(s, bob)
+	creds := stackCreds(s, user)
 	ctx := context.Background()
 
 	multipart := "From: Lead <lead@example.org>\nTo: bob@example.test\nSubject: report attached\nMessage-ID: <att.%d@consume.test>\n" +
