@@ -127,7 +127,7 @@ type rttRow struct {
 	tool               string
 	warmGW, warmDirect rttCell
 	// warmLean: the gateway called by viaJSON (the answer decoded once),
-	// for the read tools (rttLean).
+	// for the read tools (rttReads).
 	warmLean               rttCell
 	coldGW, coldDirect     rttCell
 	warmNote, coldNote     string
@@ -344,15 +344,12 @@ func rttToolsOf(only map[string]bool) ([]string, error) {
 	return out, nil
 }
 
-// rttProfiled are the tools whose calls -profile profiles at each round
-// trip (back to back after the warm samples): the reads, which can be
-// called any number of times with the same result.
-// rttLean are the tools also called warm through viaJSON: the read tools
-// (the writes take a fresh message per call from a budget sized for two
-// sides).
-var rttLean = []string{toolList, toolSearch, toolRead, toolFolders, toolThread, toolPeek, toolAttachment}
-
-var rttProfiled = []string{toolList, toolSearch, toolRead, toolFolders, toolThread, toolPeek, toolAttachment}
+// rttReads are the read tools, which can be called any number of times
+// with the same result: -profile profiles their calls at each round trip
+// (back to back after the warm samples), and they are also called warm
+// through viaJSON (the writes take a fresh message per call from a budget
+// sized for two sides).
+var rttReads = []string{toolList, toolSearch, toolRead, toolFolders, toolThread, toolPeek, toolAttachment}
 
 // rttProfileSecs is how long -profile calls a tool back to back.
 const rttProfileSecs = 4
@@ -748,7 +745,7 @@ func (rb *rttBench) measureRTT(i int, rtt time.Duration) error {
 			func() { rb.sample(&row.warmDirect, x) },
 		}
 		warmUps := []func() error{g, x}
-		if slices.Contains(rttLean, tool) {
+		if slices.Contains(rttReads, tool) {
 			l := rb.gwCall(tool, lean, user)
 			sides = append(sides, func() { rb.sample(&row.warmLean, l) })
 			warmUps = append(warmUps, l)
@@ -768,7 +765,7 @@ func (rb *rttBench) measureRTT(i int, rtt time.Duration) error {
 			}
 		}
 		logf("  gateway %s RT %s; direct %s RT %s; lean %s", row.warmGW.res, fmtRT(row.warmGW.rts), row.warmDirect.res, fmtRT(row.warmDirect.rts), row.warmLean.res)
-		if b.o.profileDir != "" && slices.Contains(rttProfiled, tool) {
+		if b.o.profileDir != "" && slices.Contains(rttReads, tool) {
 			if err := rb.profileWarm(gw, tool, rtt, g); err != nil {
 				return err
 			}

@@ -718,7 +718,7 @@ func readClaimed(ctx context.Context, c *Client, conn *Conn, folder string, uids
 func withFlags(flags, set []imap.Flag) []imap.Flag {
 	out := slices.Clip(flags)
 	for _, f := range set {
-		if !slices.ContainsFunc(flags, func(g imap.Flag) bool { return strings.EqualFold(string(f), string(g)) }) {
+		if !slices.ContainsFunc(flags, func(g imap.Flag) bool { return sameFlag(f, g) }) {
 			out = append(out, f)
 		}
 	}

@@ -250,14 +250,16 @@ func countChanges(all, gains *changeCounter) *imapclient.UnilateralDataHandler {
 		Fetch: func(msg *imapclient.FetchMessageData) {
 			all.Add(1)
 			// Collected: drained, or the reader waits for someone to.
-			if b, err := msg.Collect(); err != nil || b.Flags == nil || !slices.ContainsFunc(b.Flags, isSeen) {
+			if b, err := msg.Collect(); err != nil || b.Flags == nil || !slices.ContainsFunc(b.Flags, func(f imap.Flag) bool { return sameFlag(f, imap.FlagSeen) }) {
 				gains.Add(1)
 			}
 		},
 	}
 }
 
-func isSeen(f imap.Flag) bool { return strings.EqualFold(string(f), string(imap.FlagSeen)) }
+// sameFlag says whether a and b are one flag: IMAP compares flags
+// without case.
+func sameFlag(a, b imap.Flag) bool { return strings.EqualFold(string(a), string(b)) }
 
 func hasCondStore(caps imap.CapSet) bool {
 	return caps.Has(imap.CapCondStore) || caps.Has(imap.CapQResync)
