@@ -81,6 +81,9 @@ type Conn struct {
 	selected    string // mailbox name as sent to the server, "" if none
 	selectedRW  bool   // selected read-write (SELECT) rather than EXAMINE
 	uidValidity uint32
+	// uidNext is the selected folder's UIDNEXT when it was selected (0:
+	// not said): what the session's view holds lies below it (fresh.go).
+	uidNext uint32
 	// modSeqs: the selected folder keeps mod-sequences (its select
 	// answered HIGHESTMODSEQ, not NOMODSEQ: RFC 7162).
 	modSeqs   bool
