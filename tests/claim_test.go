@@ -372,6 +372,19 @@ func (p *killProxy) serve(c net.Conn) {
 	}
 }
 
+// killableGateways starts gateway a behind a killProxy to srv, which kills
+// it, and gateway b straight to srv.
+func killableGateways(t *testing.T, bin string, srv claimServer) (*killProxy, *gatewayProc, *gatewayProc) {
+	t.Helper()
+	proxy := startKillProxy(t, srv.plainAddr)
+	_, pport, _ := net.SplitHostPort(proxy.addr)
+	a := startGatewayProc(t, bin, "IMAP_HOST=127.0.0.1", "IMAP_PORT="+pport, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true")
+	proxy.mu.Lock()
+	proxy.victim = a.cmd.Process
+	proxy.mu.Unlock()
+	return proxy, a, startGatewayProc(t, bin, srv.env...)
+}
+
 // A consumer whose gateway is killed right after its STORE retries with the
 // same idempotency key on another gateway and gets the same messages; none
 // is lost, and a new key takes the rest.
@@ -382,13 +395,7 @@ func TestClaimRetryAfterGatewayKilled(t *testing.T) {
 			d := srv.dial(t)
 			folder := fmt.Sprintf("%sKill%d", srv.prefix, time.Now().UnixNano()%1e9)
 			all := fillFolder(t, d, folder, 15)
-			proxy := startKillProxy(t, srv.plainAddr)
-			_, pport, _ := net.SplitHostPort(proxy.addr)
-			a := startGatewayProc(t, bin, "IMAP_HOST=127.0.0.1", "IMAP_PORT="+pport, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true")
-			proxy.mu.Lock()
-			proxy.victim = a.cmd.Process
-			proxy.mu.Unlock()
-			b := startGatewayProc(t, bin, srv.env...)
+			proxy, a, b := killableGateways(t, bin, srv)
 			h := map[string]string{"x-imap-user": srv.user, "x-imap-pass": srv.pass}
 			ca := mailtest.MCPClient(t, a.URL, h, "")
 			key := fmt.Sprintf("batch-%d", time.Now().UnixNano())
@@ -479,13 +486,7 @@ func TestClaimCrashWithTwoKeysOfOneSlot(t *testing.T) {
 				folder := fmt.Sprintf("%sSlot%d", srv.prefix, time.Now().UnixNano()%1e9)
 				all := fillFolder(t, d, folder, 4)
 				keyA, keyB := sameSlotKeys(fmt.Sprintf("slot-%d", time.Now().UnixNano()))
-				proxy := startKillProxy(t, srv.plainAddr)
-				_, pport, _ := net.SplitHostPort(proxy.addr)
-				a := startGatewayProc(t, bin, "IMAP_HOST=127.0.0.1", "IMAP_PORT="+pport, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true")
-				proxy.mu.Lock()
-				proxy.victim = a.cmd.Process
-				proxy.mu.Unlock()
-				b := startGatewayProc(t, bin, srv.env...)
+				proxy, a, b := killableGateways(t, bin, srv)
 				h := map[string]string{"x-imap-user": srv.user, "x-imap-pass": srv.pass}
 				cb := mailtest.MCPClient(t, b.URL, h, "")
 				argsA := map[string]any{"folder": folder, "limit": 2, "idempotency_key": keyA}
@@ -534,8 +535,8 @@ func TestClaimCrashWithTwoKeysOfOneSlot(t *testing.T) {
 							t.Errorf("Dovecot: exactly_once %v, at_least_once %v; want %d named at least once", again["exactly_once"], loose, all[1])
 						}
 					}
-					if got := uidsOf(claimCall(t, cb, argsB)["messages"]); !slices.Equal(got, all[:1]) {
-						t.Errorf("B's retry returned %v, want %v", got, all[:1])
+					if again := claimCall(t, cb, argsB); !slices.Equal(uidsOf(again["messages"]), all[:1]) || again["exactly_once"] != true || again["repeated"] != true {
+						t.Errorf("B's retry (its claim decided): %v, want %v again, exactly once", again, all[:1])
 					}
 				}
 				// A new key takes the rest; each message returned once,

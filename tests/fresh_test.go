@@ -139,14 +139,7 @@ func TestReadRightAfterDelivery(t *testing.T) {
 	file := func(subject string) uint32 {
 		t.Helper()
 		m := "From: Zed <zed@example.test>\r\nTo: " + user + "\r\nSubject: " + subject + "\r\nMessage-ID: <" + subject + "@example.test>\r\n\r\nbody of " + subject + "\r\n"
-		cmd := d.Append("INBOX", int64(len(m)), nil)
-		cmd.Write([]byte(m))
-		cmd.Close()
-		data, err := cmd.Wait()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return uint32(data.UID)
+		return uint32(appendUID(t, d, "INBOX", []byte(m), nil, time.Time{}))
 	}
 	read := func(uid uint32) (string, bool) {
 		t.Helper()
