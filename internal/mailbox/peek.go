@@ -45,7 +45,7 @@ type PeekResult struct {
 	// NextCursor is where a wait for what arrives after the peek starts
 	// (position.go): the folder's UIDNEXT; NextSinceUID is UIDNEXT-1,
 	// the same in the older form (0: the folder's start).
-	NextCursor   string `json:"next_cursor,omitempty" desc:"pass this as cursor to imap_wait_for_email to get what arrives after this look, nothing missed"`
+	NextCursor   string `json:"next_cursor,omitempty" desc:"pass this as cursor to a wait to get what arrives after this look, nothing missed"`
 	NextSinceUID uint32 `json:"next_since_uid" desc:"the same position in the older form, for since_uid (0: the folder's start)"`
 	Total        uint32 `json:"total"`
 	Unread       uint32 `json:"unread"`
