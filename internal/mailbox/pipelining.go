@@ -33,6 +33,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-imap/v2"
@@ -171,26 +172,25 @@ func (conn *Conn) afterLoginOn() *afterLogin {
 // greeting's text.
 type greetingConn struct {
 	net.Conn
+	kept atomic.Bool // the whole greeting is in line
 	mu   sync.Mutex
 	line []byte
-	done bool
 }
 
 const maxGreeting = 1024
 
 func (g *greetingConn) Read(p []byte) (int, error) {
 	n, err := g.Conn.Read(p)
-	if n > 0 {
+	if n > 0 && !g.kept.Load() {
 		g.mu.Lock()
-		if !g.done {
-			b := p[:n]
-			if i := bytes.IndexByte(b, '\n'); i >= 0 {
-				b, g.done = b[:i], true
-			}
-			g.line = append(g.line, b[:min(len(b), maxGreeting-len(g.line))]...)
-			if len(g.line) >= maxGreeting {
-				g.done = true
-			}
+		b := p[:n]
+		done := false
+		if i := bytes.IndexByte(b, '\n'); i >= 0 {
+			b, done = b[:i], true
+		}
+		g.line = append(g.line, b[:min(len(b), maxGreeting-len(g.line))]...)
+		if done || len(g.line) >= maxGreeting {
+			g.kept.Store(true)
 		}
 		g.mu.Unlock()
 	}

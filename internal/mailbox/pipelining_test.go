@@ -231,3 +231,26 @@ func dropBehindLogin(target string) func(net.Conn) {
 		}
 	}
 }
+
+// Who a server says it is, in its greeting or its ID, and what that tells
+// of commands sent behind a LOGIN (the greetings and ID names of the
+// servers tested here, and of one that says nothing).
+func TestAfterLoginOfIdentity(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		keeps *bool
+	}{
+		{"* OK [CAPABILITY IMAP4rev1 SASL-IR LOGIN-REFERRALS ID ENABLE IDLE LITERAL+ AUTH=PLAIN AUTH=LOGIN] Dovecot (Debian) ready.", new(true)},
+		{"Dovecot", new(true)},
+		{"* OK [CAPABILITY IMAP4rev1 LITERAL+ ID ENABLE AUTH=PLAIN AUTH=LOGIN SASL-IR] mmcp-cyrus Cyrus IMAP 3.6.1-Debian-3.6.1-4+deb12u5 server ready", new(true)},
+		{"Cyrus IMAPD", new(true)},
+		{"* OK [CAPABILITY IMAP4rev1 UIDPLUS CHILDREN NAMESPACE THREAD=ORDEREDSUBJECT THREAD=REFERENCES SORT QUOTA IDLE ACL ACL2=UNION ENABLE UTF8=ACCEPT] Courier-IMAP ready. Copyright 1998-2019 Double Precision, Inc.  See COPYING for distribution information.", new(false)},
+		{"* OK [CAPABILITY IMAP4rev2 IMAP4rev1] IMAP server ready", nil},
+		{"", nil},
+	} {
+		got := afterLoginOf(tc.name, "greeting")
+		if (got == nil) != (tc.keeps == nil) || got != nil && got.keeps != *tc.keeps {
+			t.Errorf("%.60q: %+v, want keeps %v", tc.name, got, tc.keeps)
+		}
+	}
+}
