@@ -292,14 +292,19 @@ func (c *Client) learn(conn *Conn) (*Server, error) {
 		}
 	}
 	// The commands above were answered after the probe's NOOP.
-	s.noteAfterLogin(conn.afterLoginOn())
+	seen := conn.afterLoginOn()
+	s.noteAfterLogin(seen)
 	if conn.host == nil { // a connection of its own, made without a host (tests)
 		return s, nil
 	}
 	if conn.host.srv.CompareAndSwap(nil, s) {
 		c.logAfterLogin(s)
 	}
-	return conn.host.srv.Load(), nil
+	// Another connection may have learned the host meanwhile, without
+	// knowing what this one's probe found.
+	srv := conn.host.srv.Load()
+	srv.noteAfterLogin(seen)
+	return srv, nil
 }
 
 // probeEntry is the METADATA entry learn removes to see whether vendor
