@@ -86,6 +86,15 @@ type Redis struct {
 	closeOnce sync.Once
 }
 
+// quietRedis is go-redis's logger: silent. Its lines (a dial that failed,
+// per attempt) go to stderr around slog; the store logs the server going
+// away and coming back once each, with the cause.
+type quietRedis struct{}
+
+func (quietRedis) Printf(context.Context, string, ...any) {}
+
+var quietOnce sync.Once
+
 // NewRedis makes the Redis store. It does not wait for the server: one
 // that is not there yet makes the store start down, and it comes up when
 // the server answers.
@@ -94,6 +103,7 @@ func NewRedis(o RedisOptions) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
+	quietOnce.Do(func() { redis.SetLogger(quietRedis{}) })
 	if opts.TLSConfig != nil {
 		opts.TLSConfig.RootCAs = o.RootCAs
 	}
