@@ -45,6 +45,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{"non-hex key", []string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + key[:62] + "zz"}, "ENCRYPTION_KEY: expected 64 hex characters"},
 		{"PORT=abc", []string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + key, "PORT=abc"}, `PORT: expected a whole number, got "abc"`},
 		{"empty IMAP_HOST", []string{"IMAP_HOST=", "ENCRYPTION_KEY=" + key}, "IMAP_HOST: required"},
+		{"REDIS_URL without scheme", []string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + key, "REDIS_URL=redis.internal:6379"}, "REDIS_URL: expected a redis:// or rediss:// URL"},
+		{"REDIS_FAIL=maybe", []string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + key, "REDIS_FAIL=maybe"}, `REDIS_FAIL: expected closed or open, got "maybe"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
