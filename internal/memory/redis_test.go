@@ -258,10 +258,22 @@ func TestRedisDownAndBack(t *testing.T) {
 		t.Fatalf("the failure took %s", took)
 	}
 	for _, f := range []func() error{
-		func() error { _, err := closed.Generations("oauth.families", memory.Bounds{}).Advance(ctx, "a", "f", 0, exp, 5); return err },
-		func() error { _, err := closed.Counter("guard.failures", memory.Bounds{}).Add(ctx, "a", 1, time.Minute); return err },
-		func() error { _, err := closed.Bucket("guard.calls", memory.Bounds{}).Take(ctx, "a", memory.Rate{PerMinute: 1, Burst: 1}); return err },
-		func() error { _, err := closed.Slots("guard.pending", memory.Bounds{}).Take(ctx, "a", "m", exp, 1); return err },
+		func() error {
+			_, err := closed.Generations("oauth.families", memory.Bounds{}).Advance(ctx, "a", "f", 0, exp, 5)
+			return err
+		},
+		func() error {
+			_, err := closed.Counter("guard.failures", memory.Bounds{}).Add(ctx, "a", 1, time.Minute)
+			return err
+		},
+		func() error {
+			_, err := closed.Bucket("guard.calls", memory.Bounds{}).Take(ctx, "a", memory.Rate{PerMinute: 1, Burst: 1})
+			return err
+		},
+		func() error {
+			_, err := closed.Slots("guard.pending", memory.Bounds{}).Take(ctx, "a", "m", exp, 1)
+			return err
+		},
 	} {
 		if err := f(); !errors.Is(err, memory.ErrUnavailable) {
 			t.Fatalf("REDIS_FAIL=closed: %v, want ErrUnavailable", err)
