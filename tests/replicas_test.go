@@ -167,7 +167,9 @@ func TestReplicasShareRedis(t *testing.T) {
 			}
 		}
 	}
-	all("up", func(code int, h map[string]string) bool { return code == 200 && h["redis"] == "ok" && h["status"] == "ok" })
+	all("up", func(code int, h map[string]string) bool {
+		return code == 200 && h["redis"] == "ok" && h["status"] == "ok"
+	})
 	for _, r := range set.Replicas {
 		if want := `"shared_memory":"redis ` + set.Redis.Addr() + `"`; !strings.Contains(r.Logs.String(), want) {
 			t.Fatalf("replica %s's start-up log lacks %s", r.Name, want)
@@ -204,5 +206,7 @@ func TestReplicasShareRedis(t *testing.T) {
 	if err := set.Redis.Restart(); err != nil {
 		t.Fatal(err)
 	}
-	all("redis back", func(code int, h map[string]string) bool { return code == 200 && h["redis"] == "ok" && h["status"] == "ok" })
+	all("redis back", func(code int, h map[string]string) bool {
+		return code == 200 && h["redis"] == "ok" && h["status"] == "ok"
+	})
 }

@@ -59,7 +59,9 @@ func TestSharedMemoryHealth(t *testing.T) {
 			}
 			t.Fatalf("%s: /health %d %v", what, code, h)
 		}
-		wait("up", func(code int, h map[string]string) bool { return code == 200 && h["status"] == "ok" && h["redis"] == "ok" })
+		wait("up", func(code int, h map[string]string) bool {
+			return code == 200 && h["status"] == "ok" && h["redis"] == "ok"
+		})
 		if err := srv.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +72,9 @@ func TestSharedMemoryHealth(t *testing.T) {
 		if err := srv.Restart(); err != nil {
 			t.Fatal(err)
 		}
-		wait("back", func(code int, h map[string]string) bool { return code == 200 && h["status"] == "ok" && h["redis"] == "ok" })
+		wait("back", func(code int, h map[string]string) bool {
+			return code == 200 && h["status"] == "ok" && h["redis"] == "ok"
+		})
 		logs := g.Logs.String()
 		for _, want := range []string{`"shared_memory":"redis ` + srv.Addr(), "redis unavailable", "redis answers again"} {
 			if !strings.Contains(logs, want) {
