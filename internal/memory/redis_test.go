@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -38,13 +39,38 @@ func ownRedis(t *testing.T, opts mailstack.RedisOptions) *mailstack.RedisServer 
 // what the store wrote.
 func rawClient(t *testing.T, srv *mailstack.RedisServer, db int) *redis.Client {
 	t.Helper()
-	opts, err := redis.ParseURL(srv.URL(db))
+	return rawClientB(t, srv.URL(db))
+}
+
+func rawClientB(t testing.TB, url string) *redis.Client {
+	t.Helper()
+	opts, err := redis.ParseURL(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := redis.NewClient(opts)
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// usedMemory is INFO memory's used_memory.
+func usedMemory(t testing.TB, c *redis.Client) int64 {
+	t.Helper()
+	info, err := c.Info(ctx, "memory").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no used_memory in INFO memory:\n%s", info)
+	return 0
 }
 
 // observed counts what an Observer was told, by op and result.
