@@ -210,3 +210,29 @@ func TestReplicasShareRedis(t *testing.T) {
 		return code == 200 && h["redis"] == "ok" && h["status"] == "ok"
 	})
 }
+
+// Without REDIS_URL each replica remembers alone (the single-replica
+// default, docs/scaling.md): the scale-out check of single use
+// (tests/scaleout -refresh-replay) finds an authorization code redeemed
+// at replica A accepted again at replica B. With REDIS_URL (issue 38,
+// phase 2: oauth on the shared memory) the same check passes.
+func TestReplicasWithoutRedisRememberAlone(t *testing.T) {
+	s := mailtest.Shared(t)
+	set := startReplicas(t, s, replicaOptions{N: 3, SamePublicURL: true})
+	var urls []string
+	for _, r := range set.Replicas {
+		urls = append(urls, r.URL)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "run", "./scaleout", "-only", "refresh-replay", "-replicas", strings.Join(urls, ","),
+		"-public-url", set.Replicas[0].Base, "-user", mailtest.Alice, "-pass", mailtest.AlicePassword)
+	out, err := cmd.CombinedOutput()
+	const want = "FAIL: refresh replay: the code redeemed at replica 1, again at replica 2: 200 tokens issued"
+	if err == nil || !strings.Contains(string(out), want) {
+		t.Fatalf("scaleout -only refresh-replay without Redis: %v\n%s\nwant the failure %q", err, out, want)
+	}
+	if strings.Contains(string(out), "ort1.") || strings.Contains(string(out), "oat1.") {
+		t.Fatalf("the check printed a token:\n%s", out)
+	}
+}
