@@ -231,7 +231,28 @@ func (r *Redis) check() {
 		return
 	}
 	r.failures.Store(0)
-	r.setUp()
+	if r.setUp() {
+		r.checkPolicy()
+	}
+}
+
+// checkPolicy warns when the server may evict keys under memory pressure:
+// every key the store writes expires, so any volatile-* or allkeys-*
+// policy may drop a used code or refresh token early, and it would then
+// be accepted again. noeviction refuses writes instead (the store then
+// fails closed).
+func (r *Redis) checkPolicy() {
+	ctx, cancel := context.WithTimeout(context.Background(), r.timeout)
+	defer cancel()
+	info, err := r.client.Info(ctx, "memory").Result()
+	if err != nil {
+		return // INFO may be forbidden to this user: nothing to say
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if p, ok := strings.CutPrefix(strings.TrimSpace(line), "maxmemory_policy:"); ok && p != "noeviction" {
+			r.log.Warn("redis may evict keys when full (maxmemory-policy "+p+"): a used code or refresh token could be forgotten and accepted again; set maxmemory-policy noeviction", "policy", p)
+		}
+	}
 }
 
 func (r *Redis) setDown(class string, err error) {
@@ -247,11 +268,12 @@ func (r *Redis) setDown(class string, err error) {
 	r.log.Error("redis unavailable: single-use decisions refuse (503) until it answers; limits fail "+r.failName(), "cause", class, "err", err.Error())
 }
 
-func (r *Redis) setUp() {
+// setUp marks the store up; it reports whether that is a change.
+func (r *Redis) setUp() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.down.Load() && !r.since.IsZero() {
-		return
+		return false
 	}
 	first := r.since.IsZero()
 	was := r.since
@@ -262,6 +284,7 @@ func (r *Redis) setUp() {
 	} else {
 		r.log.Warn("redis answers again", "down_for", time.Since(was).Round(time.Millisecond).String())
 	}
+	return true
 }
 
 func (r *Redis) failName() string {

@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"regexp"
 	"strconv"
@@ -473,3 +474,30 @@ func waitFor(t *testing.T, d time.Duration, what string, ok func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// A server that may evict keys when full is named in the log at once.
+func TestRedisWarnsOfEviction(t *testing.T) {
+	srv := ownRedis(t, mailstack.RedisOptions{})
+	var logs strings.Builder
+	var mu sync.Mutex
+	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return logs.Write(p)
+	}), nil))
+	read := func() string { mu.Lock(); defer mu.Unlock(); return logs.String() }
+	newRedis(t, srv, memory.RedisOptions{Logger: logger})
+	waitFor(t, 2*time.Second, "reachable", func() bool { return strings.Contains(read(), "redis reachable") })
+	if strings.Contains(read(), "may evict") {
+		t.Fatalf("a warning with noeviction (the default):\n%s", read())
+	}
+	if err := rawClient(t, srv, 0).ConfigSet(ctx, "maxmemory-policy", "volatile-lru").Err(); err != nil {
+		t.Fatal(err)
+	}
+	newRedis(t, srv, memory.RedisOptions{Logger: logger})
+	waitFor(t, 2*time.Second, "the warning", func() bool { return strings.Contains(read(), "maxmemory-policy volatile-lru") })
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
