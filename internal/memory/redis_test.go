@@ -397,7 +397,9 @@ func TestRedisTLSAndACL(t *testing.T) {
 		}
 		roots := x509.NewCertPool()
 		roots.AppendCertsFromPEM(pem)
-		s := newRedis(t, srv, memory.RedisOptions{RootCAs: roots})
+		// -race makes a TLS handshake slow: a generous timeout, so that
+		// the failure below is the certificate's
+		s := newRedis(t, srv, memory.RedisOptions{RootCAs: roots, Timeout: 3 * time.Second})
 		if !strings.HasPrefix(srv.URL(0), "rediss://") {
 			t.Fatal(srv.URL(0))
 		}
@@ -405,7 +407,7 @@ func TestRedisTLSAndACL(t *testing.T) {
 			t.Fatalf("over TLS: %v, %v", first, err)
 		}
 		// Without the CA the server is not trusted.
-		untrusted := newRedis(t, srv, memory.RedisOptions{})
+		untrusted := newRedis(t, srv, memory.RedisOptions{Timeout: 3 * time.Second})
 		_, err = untrusted.Once("t.o", memory.Bounds{}).Use(ctx, "", "y", time.Now().Add(time.Minute))
 		if !errors.Is(err, memory.ErrUnavailable) || !strings.Contains(err.(*memory.UnavailableError).Err.Error(), "certificate") {
 			t.Fatalf("an untrusted server: %v", err)
