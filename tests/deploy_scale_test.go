@@ -156,3 +156,28 @@ func TestDockerCIScaleOutUsesRedis(t *testing.T) {
 		}
 	}
 }
+
+// Kubernetes runs 2 to 10 replicas: each pod takes REDIS_URL from the
+// Secret (it holds Redis's password), optionally.
+func TestKubernetesRedisURL(t *testing.T) {
+	k := kube(t)
+	c := at(k["Deployment"], "spec.template.spec.containers.0")
+	var found bool
+	if env, ok := at(c, "env").([]any); ok {
+		for _, e := range env {
+			if str(at(e, "name")) == "REDIS_URL" {
+				found = true
+				if str(at(e, "valueFrom.secretKeyRef.name")) != "mailbox-mcp-secret" || str(at(e, "valueFrom.secretKeyRef.key")) != "REDIS_URL" || at(e, "valueFrom.secretKeyRef.optional") != true {
+					t.Errorf("REDIS_URL: %v, want the optional key REDIS_URL of the Secret mailbox-mcp-secret", e)
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("the Deployment does not pass REDIS_URL")
+	}
+	cm, _ := os.ReadFile("../deploy/kubernetes/configmap.yaml")
+	if strings.Contains(string(cm), "REDIS_URL") {
+		t.Error("REDIS_URL in the ConfigMap: it holds a password, it belongs in the Secret")
+	}
+}

@@ -32,9 +32,11 @@ import (
 type RedisOptions struct {
 	// TLS serves rediss:// only (a self-signed CA in CAFile), no plain port.
 	TLS bool
-	// User and Password, when set, make an ACL user with every right and
-	// switch the default user off.
+	// User and Password, when set, make an ACL user and switch the
+	// default user off; the user's rights are Rules (ACL rules such as
+	// "~prefix:*" "+get"), every right when Rules is empty.
 	User, Password string
+	Rules          []string
 }
 
 // RedisServer is a running redis-server.
@@ -147,7 +149,12 @@ func (s *RedisServer) args() []string {
 		a = append(a, "--port", strconv.Itoa(s.Port))
 	}
 	if s.Opts.User != "" {
-		a = append(a, "--user", s.Opts.User, "on", ">"+s.Opts.Password, "~*", "&*", "+@all", "--user", "default", "off")
+		rules := s.Opts.Rules
+		if len(rules) == 0 {
+			rules = []string{"~*", "&*", "+@all"}
+		}
+		a = append(a, "--user", s.Opts.User, "on", ">"+s.Opts.Password)
+		a = append(append(a, rules...), "--user", "default", "off")
 	}
 	return a
 }

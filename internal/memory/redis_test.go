@@ -503,3 +503,67 @@ func TestRedisWarnsOfEviction(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(p []byte) (int, error) { return f(p) }
+
+// The least-privilege ACL user of docs/scaling.md can do everything the
+// store does, on a database of its choice, and nothing else: no other
+// key, no FLUSHALL.
+func TestRedisLeastPrivilege(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/scaling.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var line string
+	for _, l := range strings.Split(string(doc), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "user mailbox-mcp on >PASSWORD ") {
+			line = l
+		}
+	}
+	if line == "" {
+		t.Fatal("no 'user mailbox-mcp on >PASSWORD ...' line in docs/scaling.md")
+	}
+	rules := strings.Fields(strings.TrimPrefix(line, "user mailbox-mcp on >PASSWORD "))
+	srv := ownRedis(t, mailstack.RedisOptions{User: "mailbox-mcp", Password: "acl-pw", Rules: rules})
+	s := newRedis(t, srv, memory.RedisOptions{URL: srv.URL(2)})
+	exp := time.Now().Add(time.Hour)
+	steps := []struct {
+		name string
+		f    func() error
+	}{
+		{"once.use", func() error { _, err := s.Once("t.o", memory.Bounds{}).Use(ctx, "a", "n", exp); return err }},
+		{"once.seen", func() error { _, err := s.Once("t.o", memory.Bounds{}).Seen(ctx, "a", "n"); return err }},
+		{"counter.add", func() error { _, err := s.Counter("t.c", memory.Bounds{}).Add(ctx, "a", 2, time.Minute); return err }},
+		{"counter.raise", func() error { _, err := s.Counter("t.c", memory.Bounds{}).Raise(ctx, "b", 9, time.Minute); return err }},
+		{"counter.get", func() error { _, err := s.Counter("t.c", memory.Bounds{}).Get(ctx, "a", "b"); return err }},
+		{"counter.delete", func() error { return s.Counter("t.c", memory.Bounds{}).Delete(ctx, "a") }},
+		{"bucket.take", func() error {
+			_, err := s.Bucket("t.b", memory.Bounds{}).Take(ctx, "a", memory.Rate{PerMinute: 1, Burst: 1})
+			return err
+		}},
+		{"slots.take", func() error { _, err := s.Slots("t.s", memory.Bounds{}).Take(ctx, "a", "m", exp, 1); return err }},
+		{"slots.count", func() error { _, err := s.Slots("t.s", memory.Bounds{}).Count(ctx, "a"); return err }},
+		{"slots.release", func() error { return s.Slots("t.s", memory.Bounds{}).Release(ctx, "a", "m") }},
+		{"generations.start", func() error { _, err := s.Generations("t.g", memory.Bounds{}).Start(ctx, "a", "f", exp, 1); return err }},
+		{"generations.advance", func() error {
+			_, err := s.Generations("t.g", memory.Bounds{}).Advance(ctx, "a", "f2", 3, exp, 1)
+			return err
+		}},
+		{"generations.revoke", func() error { return s.Generations("t.g", memory.Bounds{}).Revoke(ctx, "a", "f", exp) }},
+	}
+	for _, st := range steps {
+		if err := st.f(); err != nil {
+			t.Errorf("%s as the least-privilege user: %v", st.name, err)
+		}
+	}
+	if !s.Status().Up {
+		t.Fatalf("status %+v", s.Status())
+	}
+	opts, _ := redis.ParseURL(srv.URL(2))
+	c := redis.NewClient(opts)
+	defer c.Close()
+	if err := c.FlushAll(ctx).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("FLUSHALL as the gateway's user: %v, want NOPERM", err)
+	}
+	if err := c.Set(ctx, "other:key", "1", time.Minute).Err(); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Errorf("a key outside mmcp:*: %v, want NOPERM", err)
+	}
+}
