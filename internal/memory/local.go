@@ -63,64 +63,108 @@ func retryAt(t, now time.Time) time.Duration {
 	return min(max(t.Sub(now), time.Second), time.Hour)
 }
 
-// --- Once ---------------------------------------------------------------------
+// --- Once and Slots: entries by scope, each with its expiry ---------------------
 
-func (l *Local) Once(name string, b Bounds) Once {
-	return named(l, "once", name, func() *localOnce {
-		return &localOnce{now: l.now, b: b, scopes: map[string]map[string]time.Time{}}
-	})
-}
-
-type localOnce struct {
-	now       func() time.Time
-	b         Bounds
+// scoped holds entries by scope, each until its expiry, bounded in all by
+// max. Its caller holds mu.
+type scoped struct {
 	mu        sync.Mutex
+	max       int
 	scopes    map[string]map[string]time.Time // scope -> id -> expiry
 	total     int
 	nextSweep time.Time
 	soonest   time.Time // the earliest expiry the last full sweep kept
 }
 
+func newScoped(max int) scoped { return scoped{max: max, scopes: map[string]map[string]time.Time{}} }
+
+func (s *scoped) add(scope, id string, exp time.Time) {
+	if s.scopes[scope] == nil {
+		s.scopes[scope] = map[string]time.Time{}
+	}
+	s.scopes[scope][id] = exp
+	s.total++
+}
+
+func (s *scoped) forget(scope, id string) {
+	delete(s.scopes[scope], id)
+	s.total--
+	if len(s.scopes[scope]) == 0 {
+		delete(s.scopes, scope)
+	}
+}
+
+// sweepScope forgets scope's expired entries and returns the soonest
+// expiry of those left.
+func (s *scoped) sweepScope(scope string, now time.Time) time.Time {
+	var soonest time.Time
+	for id, e := range s.scopes[scope] {
+		if !now.Before(e) {
+			s.forget(scope, id)
+		} else if soonest.IsZero() || e.Before(soonest) {
+			soonest = e
+		}
+	}
+	return soonest
+}
+
+// room makes space for one more entry by forgetting expired ones (a full
+// sweep at most once a second, so that refused requests cannot make every
+// call sweep); it never forgets a live one, and says when to retry.
+func (s *scoped) room(now time.Time) error {
+	if s.total < s.max {
+		return nil
+	}
+	if !now.Before(s.nextSweep) {
+		s.nextSweep = now.Add(time.Second)
+		s.soonest = time.Time{}
+		for sc := range s.scopes {
+			if t := s.sweepScope(sc, now); !t.IsZero() && (s.soonest.IsZero() || t.Before(s.soonest)) {
+				s.soonest = t
+			}
+		}
+	}
+	if s.total < s.max {
+		return nil
+	}
+	return &FullError{RetryAfter: retryAt(s.soonest, now)}
+}
+
+func (l *Local) Once(name string, b Bounds) Once {
+	return named(l, "once", name, func() *localOnce {
+		return &localOnce{now: l.now, perScope: b.PerScope, scoped: newScoped(b.max())}
+	})
+}
+
+type localOnce struct {
+	now      func() time.Time
+	perScope int
+	scoped
+}
+
 func (o *localOnce) Use(_ context.Context, scope, id string, exp time.Time) (bool, error) {
 	now := o.now()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	ids := o.scopes[scope]
-	if e, ok := ids[id]; ok {
+	if e, ok := o.scopes[scope][id]; ok {
 		if now.Before(e) {
 			return false, nil
 		}
 		o.forget(scope, id)
-		ids = o.scopes[scope]
 	}
 	if !now.Before(exp) {
 		return true, nil // already expired: there is nothing to remember
 	}
-	if o.b.PerScope > 0 && len(ids) >= o.b.PerScope {
+	if o.perScope > 0 && len(o.scopes[scope]) >= o.perScope {
 		soonest := o.sweepScope(scope, now)
-		if len(o.scopes[scope]) >= o.b.PerScope {
+		if len(o.scopes[scope]) >= o.perScope {
 			return false, &FullError{RetryAfter: retryAt(soonest, now)}
 		}
 	}
-	if o.total >= o.b.max() {
-		if !now.Before(o.nextSweep) {
-			o.nextSweep = now.Add(time.Second)
-			o.soonest = time.Time{}
-			for s := range o.scopes {
-				if t := o.sweepScope(s, now); !t.IsZero() && (o.soonest.IsZero() || t.Before(o.soonest)) {
-					o.soonest = t
-				}
-			}
-		}
-		if o.total >= o.b.max() {
-			return false, &FullError{RetryAfter: retryAt(o.soonest, now)}
-		}
+	if err := o.room(now); err != nil {
+		return false, err
 	}
-	if o.scopes[scope] == nil {
-		o.scopes[scope] = map[string]time.Time{}
-	}
-	o.scopes[scope][id] = exp
-	o.total++
+	o.add(scope, id, exp)
 	return true, nil
 }
 
@@ -130,28 +174,6 @@ func (o *localOnce) Seen(_ context.Context, scope, id string) (bool, error) {
 	defer o.mu.Unlock()
 	e, ok := o.scopes[scope][id]
 	return ok && now.Before(e), nil
-}
-
-func (o *localOnce) forget(scope, id string) {
-	delete(o.scopes[scope], id)
-	o.total--
-	if len(o.scopes[scope]) == 0 {
-		delete(o.scopes, scope)
-	}
-}
-
-// sweepScope forgets scope's expired ids and returns the soonest expiry
-// of those left.
-func (o *localOnce) sweepScope(scope string, now time.Time) time.Time {
-	var soonest time.Time
-	for id, e := range o.scopes[scope] {
-		if !now.Before(e) {
-			o.forget(scope, id)
-		} else if soonest.IsZero() || e.Before(soonest) {
-			soonest = e
-		}
-	}
-	return soonest
 }
 
 // --- Counter --------------------------------------------------------------------
@@ -280,18 +302,13 @@ func (b *localBucket) Take(_ context.Context, key string, r Rate) (time.Duration
 
 func (l *Local) Slots(name string, b Bounds) Slots {
 	return named(l, "slots", name, func() *localSlots {
-		return &localSlots{now: l.now, b: b, scopes: map[string]map[string]time.Time{}}
+		return &localSlots{now: l.now, scoped: newScoped(b.max())}
 	})
 }
 
 type localSlots struct {
-	now       func() time.Time
-	b         Bounds
-	mu        sync.Mutex
-	scopes    map[string]map[string]time.Time
-	total     int
-	nextSweep time.Time
-	soonest   time.Time
+	now func() time.Time
+	scoped
 }
 
 func (s *localSlots) Take(_ context.Context, scope, member string, exp time.Time, limit int) (Taken, error) {
@@ -312,27 +329,11 @@ func (s *localSlots) Take(_ context.Context, scope, member string, exp time.Time
 	if len(members) >= limit {
 		return Taken{Count: len(members), Retry: retryAt(soonest, now)}, nil
 	}
-	if s.total >= s.b.max() {
-		if !now.Before(s.nextSweep) {
-			s.nextSweep = now.Add(time.Second)
-			s.soonest = time.Time{}
-			for sc := range s.scopes {
-				if t := s.sweepScope(sc, now); !t.IsZero() && (s.soonest.IsZero() || t.Before(s.soonest)) {
-					s.soonest = t
-				}
-			}
-		}
-		if s.total >= s.b.max() {
-			return Taken{}, &FullError{RetryAfter: retryAt(s.soonest, now)}
-		}
+	if err := s.room(now); err != nil {
+		return Taken{}, err
 	}
-	if members == nil {
-		members = map[string]time.Time{}
-		s.scopes[scope] = members
-	}
-	members[member] = exp
-	s.total++
-	return Taken{OK: true, Count: len(members)}, nil
+	s.add(scope, member, exp)
+	return Taken{OK: true, Count: len(s.scopes[scope])}, nil
 }
 
 func (s *localSlots) Release(_ context.Context, scope, member string) error {
@@ -350,26 +351,6 @@ func (s *localSlots) Count(_ context.Context, scope string) (int, error) {
 	defer s.mu.Unlock()
 	s.sweepScope(scope, now)
 	return len(s.scopes[scope]), nil
-}
-
-func (s *localSlots) forget(scope, member string) {
-	delete(s.scopes[scope], member)
-	s.total--
-	if len(s.scopes[scope]) == 0 {
-		delete(s.scopes, scope)
-	}
-}
-
-func (s *localSlots) sweepScope(scope string, now time.Time) time.Time {
-	var soonest time.Time
-	for m, e := range s.scopes[scope] {
-		if !now.Before(e) {
-			s.forget(scope, m)
-		} else if soonest.IsZero() || e.Before(soonest) {
-			soonest = e
-		}
-	}
-	return soonest
 }
 
 // --- Generations ----------------------------------------------------------------------
