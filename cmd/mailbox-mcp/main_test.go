@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -214,6 +216,35 @@ func TestTokenCommandNeverAboveTheOperator(t *testing.T) {
 					t.Errorf("%s: sealed %+v", name, c.Scope)
 				}
 			}
+		}
+	}
+}
+
+// healthcheck passes a gateway whose shared dependency (Redis) is away:
+// /health says "degraded" with 200, the process is alive, and a restart
+// would not bring Redis back. Anything else is unhealthy.
+func TestHealthcheckDegradedIsAlive(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		body string
+		ok   bool
+	}{
+		{200, `{"status":"ok","service":"mailbox-mcp"}`, true},
+		{200, `{"status":"degraded","redis":"degraded","service":"mailbox-mcp"}`, true},
+		{200, `{"status":"broken"}`, false},
+		{503, `{"status":"degraded"}`, false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(c.code)
+			w.Write([]byte(c.body))
+		}))
+		out, err := command(context.Background(), nil, "healthcheck", "--url", srv.URL+"/health", "--timeout", "2s").CombinedOutput()
+		srv.Close()
+		if (err == nil) != c.ok {
+			t.Errorf("%d %s: %v %s, want healthy=%v", c.code, c.body, err, out, c.ok)
+		}
+		if c.ok && strings.Contains(c.body, "degraded") && !strings.Contains(string(out), "degraded") {
+			t.Errorf("a degraded gateway's healthcheck does not say so: %s", out)
 		}
 	}
 }
