@@ -429,14 +429,15 @@ func TestApprovalUnproven(t *testing.T) {
 		nobody := map[string]string{"x-imap-user": fmt.Sprintf("nobody%d@nowhere.invalid", i), "x-imap-pass": "x"}
 		for _, proto := range []string{legacy, modern} {
 			var c *client.Client
+			e := &elicitor{action: mcp.ElicitationResponseActionAccept}
 			if proto == modern {
-				c = approvalClient(t, g, nobody, modern, &elicitor{action: mcp.ElicitationResponseActionAccept}, nil)
+				c = approvalClient(t, g, nobody, modern, e, nil)
 			} else {
 				c = mailtest.MCPClient(t, g.URL, nobody, legacy)
 			}
 			res := mailtest.Call(t, c, "smtp_send_email", map[string]any{"to": []any{bob.Address}, "subject": "x", "text": "x"})
-			if !res.IsError || strings.Contains(mailtest.Text(res), "/approve/") || res.StructuredContent != nil {
-				t.Fatalf("unproven credentials got: %s", mailtest.Text(res))
+			if !res.IsError || strings.Contains(mailtest.Text(res), "/approve/") || res.StructuredContent != nil || len(e.messages()) != 0 {
+				t.Fatalf("unproven credentials got %d forms and: %s", len(e.messages()), mailtest.Text(res))
 			}
 		}
 	}

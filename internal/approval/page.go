@@ -207,10 +207,15 @@ func (p *Page) answer(w http.ResponseWriter, r *http.Request, token string) {
 		msg, err = p.cfg.Exec.Reject(ctx, l)
 	}
 	if err != nil {
-		if mailerr.KindOf(err) == mailerr.Internal {
+		status := http.StatusBadGateway
+		switch mailerr.KindOf(err) {
+		case mailerr.Internal:
 			p.log.ErrorContext(ctx, "approval failed", "tool", l.Tool, "action", action, "err", err)
+		case mailerr.BadInput, mailerr.NotFound, mailerr.Forbidden:
+			// What was approved no longer holds: refused, nothing done.
+			status = http.StatusConflict
 		}
-		p.page(w, http.StatusBadGateway, pageData{Fatal: "It did not work: " + mailerr.Message(err) + "."})
+		p.page(w, status, pageData{Fatal: "It did not work: " + mailerr.Message(err) + "."})
 		return
 	}
 	p.log.InfoContext(ctx, "approval answered", "tool", l.Tool, "action", action)
