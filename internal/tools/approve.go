@@ -362,6 +362,19 @@ func factsOf(facts any) json.RawMessage {
 // at most once across replicas (with key, or one named after the held
 // message), whatever clicks or retries twice.
 func sendHeld(ctx context.Context, d *Deps, creds credentials.Credentials, ref *approval.DraftRef, key string) (*outbox.Result, error) {
+	if _, err := heldPlan(ctx, d, creds, ref); err != nil {
+		return nil, err
+	}
+	if key == "" {
+		sum := sha256.Sum256([]byte(ref.MessageID))
+		key = "approval-" + hex.EncodeToString(sum[:16])
+	}
+	return d.Outbox.SendDraft(ctx, creds, outbox.DraftSend{UID: ref.UID, IdempotencyKey: key, MessageID: ref.MessageID})
+}
+
+// heldPlan reads a held draft as it would be sent, while it is the very
+// message that was held (same UIDVALIDITY and Message-ID).
+func heldPlan(ctx context.Context, d *Deps, creds credentials.Credentials, ref *approval.DraftRef) (*outbox.Planned, error) {
 	p, err := d.Outbox.PlanDraft(ctx, creds, ref.UID)
 	if err != nil {
 		return nil, err
@@ -369,11 +382,7 @@ func sendHeld(ctx context.Context, d *Deps, creds credentials.Credentials, ref *
 	if got, id := p.Draft(); got.UIDValidity != ref.UIDValidity || id != ref.MessageID {
 		return nil, mailerr.Newf(mailerr.NotFound, "the draft that waited for approval (UID %d) was changed or replaced: nothing was sent", ref.UID)
 	}
-	if key == "" {
-		sum := sha256.Sum256([]byte(ref.MessageID))
-		key = "approval-" + hex.EncodeToString(sum[:16])
-	}
-	return d.Outbox.SendDraft(ctx, creds, outbox.DraftSend{UID: ref.UID, IdempotencyKey: key, MessageID: ref.MessageID})
+	return p, nil
 }
 
 func draftRef(r *approval.DraftRef) mailbox.DraftRef {
@@ -468,12 +477,9 @@ func (x *approver) Preview(ctx context.Context, l approval.Link) (approval.Previ
 		return approval.Preview{}, err
 	}
 	if l.Binding.Draft != nil {
-		p, err := x.d.Outbox.PlanDraft(ctx, l.Creds, l.Binding.Draft.UID)
+		p, err := heldPlan(ctx, x.d, l.Creds, l.Binding.Draft)
 		if err != nil {
 			return approval.Preview{}, err
-		}
-		if ref, id := p.Draft(); ref.UIDValidity != l.Binding.Draft.UIDValidity || id != l.Binding.Draft.MessageID {
-			return approval.Preview{}, mailerr.Newf(mailerr.NotFound, "the draft that waited for approval (UID %d) was changed or replaced", l.Binding.Draft.UID)
 		}
 		return messagePreview(t.sendTitle, p.Summary()), nil
 	}
