@@ -63,12 +63,13 @@ type Config struct {
 	TrashFolder        string   `env:"TRASH_FOLDER" desc:"folder imap_trash_emails moves mail to; empty finds it (SPECIAL-USE \\Trash, then common names)"`
 	SentFolder         string   `env:"SENT_FOLDER" desc:"folder that receives the copy of sent mail; empty finds it (SPECIAL-USE \\Sent, then common names); none saves no copy (for servers that file sent mail themselves, such as Gmail)"`
 
-	MailboxAccess string        `env:"MAILBOX_ACCESS" envDefault:"read" desc:"what the tools may change in a mailbox: read (look, mark what is read as seen, reply), organize (also flags, move, trash, folders, drafts) or full (also delete for good); a token can narrow it, never widen it"`
-	Approval      string        `env:"APPROVAL" envDefault:"off" desc:"what a person approves before it happens: off; send (every message that leaves: send, reply, forward, a draft sent); destructive (permanent deletion, deleting a folder, pruning agent mail); all (both). The client asks its user (MCP elicitation) where it can, else the tool answers with a link to an approval page; a token can ask for more, never less"`
-	ApprovalTTL   time.Duration `env:"APPROVAL_TTL" envDefault:"30m" desc:"how long an approval link (and the draft waiting behind it) stays valid; a form the client shows its user is valid for 5 minutes"`
-	Agents        string        `env:"AGENTS" envDefault:"on" desc:"on: the agent_ tools, for several agents working in one mailbox, each with a folder of its own under AGENTS_FOLDER; off removes them"`
-	AgentsFolder  string        `env:"AGENTS_FOLDER" envDefault:"Agents" desc:"the folder holding one folder per agent (Agents/backend, Agents/frontend), created on first use"`
-	PublicURL     string        `env:"PUBLIC_URL" desc:"the gateway's external base URL (https://mail-mcp.example.com), used in the attachment download links it hands out; empty derives it from each request's Host (and X-Forwarded-Proto from TRUSTED_PROXIES)"`
+	MailboxAccess      string        `env:"MAILBOX_ACCESS" envDefault:"read" desc:"what the tools may change in a mailbox: read (look, mark what is read as seen, reply), organize (also flags, move, trash, folders, drafts) or full (also delete for good); a token can narrow it, never widen it"`
+	Approval           string        `env:"APPROVAL" envDefault:"off" desc:"what a person approves before it happens: off; send (every message that leaves: send, reply, forward, a draft sent); destructive (permanent deletion, deleting a folder, pruning agent mail); all (both). The client asks its user (MCP elicitation) where it can, else the tool answers with a link to an approval page; a token can ask for more, never less"`
+	ApprovalTTL        time.Duration `env:"APPROVAL_TTL" envDefault:"30m" desc:"how long an approval link (and the draft waiting behind it) stays valid; a form the client shows its user is valid for 5 minutes"`
+	ApprovalMaxPending int           `env:"APPROVAL_MAX_PENDING" envDefault:"20" desc:"how many approvals one mailbox may have waiting for a person's answer at a time (links and forms neither answered nor expired); past it the tool refuses with a sentence, for that mailbox only"`
+	Agents             string        `env:"AGENTS" envDefault:"on" desc:"on: the agent_ tools, for several agents working in one mailbox, each with a folder of its own under AGENTS_FOLDER; off removes them"`
+	AgentsFolder       string        `env:"AGENTS_FOLDER" envDefault:"Agents" desc:"the folder holding one folder per agent (Agents/backend, Agents/frontend), created on first use"`
+	PublicURL          string        `env:"PUBLIC_URL" desc:"the gateway's external base URL (https://mail-mcp.example.com), used in the attachment download links it hands out; empty derives it from each request's Host (and X-Forwarded-Proto from TRUSTED_PROXIES)"`
 
 	MailCAFile         string `env:"MAIL_CA_FILE" desc:"PEM file of extra CA certificates to trust for the IMAP and SMTP servers (self-signed servers)"`
 	AllowPlaintextAuth bool   `env:"ALLOW_PLAINTEXT_AUTH" envDefault:"false" desc:"allow sending passwords over an unencrypted mail connection (local development only)"`
@@ -274,6 +275,9 @@ func (c *Config) validate(vars map[string]string) []string {
 	}
 	if _, err := access.ParseApproval(c.Approval); err != nil {
 		bad("APPROVAL", "%v", err)
+	}
+	if c.ApprovalMaxPending < 1 || c.ApprovalMaxPending > 10_000 {
+		bad("APPROVAL_MAX_PENDING", "expected a number from 1 to 10000, got %q", vars["APPROVAL_MAX_PENDING"])
 	}
 	if c.ApprovalTTL < time.Minute || c.ApprovalTTL > 24*time.Hour {
 		bad("APPROVAL_TTL", "expected a duration from 1m to 24h, got %q", vars["APPROVAL_TTL"])

@@ -299,8 +299,12 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 func logRequest(ctx context.Context, log *slog.Logger, r *http.Request, sw *statusWriter, rec *reqlog.Record, start time.Time) {
 	tool, outcome, user := rec.Fields()
 	path := r.URL.Path
-	if strings.HasPrefix(path, download.Prefix) {
-		path = download.Prefix + "…" // a download link is a credential
+	// A download link and an approval link are credentials: their paths
+	// are logged without the token.
+	for _, secret := range []string{download.Prefix, approval.Prefix} {
+		if strings.HasPrefix(path, secret) {
+			path = secret + "…"
+		}
 	}
 	attrs := []any{
 		"method", r.Method, "path", path, "status", sw.status,

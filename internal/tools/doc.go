@@ -42,6 +42,12 @@ func Markdown(ts []Tool, examples map[string]Example) []byte {
 	b.WriteString("no such folder) is a result with `isError: true` and one clear sentence. Every tool that touches\n")
 	b.WriteString("the mailbox takes the optional `credentials` token instead of the `x-imap-user` /\n")
 	b.WriteString("`x-imap-pass` headers. The `smtp_` tools exist only when `SMTP_HOST` is set.\n\n")
+	b.WriteString("Under `APPROVAL` (docs/configuration.md) the sending tools and the destructive ones first ask a\n")
+	b.WriteString("person: a form in a client that can show one, the approval page's link given to a client that\n")
+	b.WriteString("opens URLs for its user, or else a result holding only `approval` with that link for the model\n")
+	b.WriteString("to show. The page shows nothing, and takes no answer, until the person signs in as the mailbox.\n")
+	b.WriteString("A message is held as a draft and sent exactly as shown; a deletion is refused when the folder\n")
+	b.WriteString("or its messages changed since.\n\n")
 	b.WriteString("| Tool | Title | Read-only | Destructive | Idempotent | Open world |\n|---|---|---|---|---|---|\n")
 	for _, t := range ts {
 		a := t.Def.Annotations
