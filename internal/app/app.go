@@ -31,6 +31,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/httpapi"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/oauth"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
@@ -57,6 +58,7 @@ type App struct {
 	tools   []tools.Tool
 	handler http.Handler
 	metrics *metrics.Metrics // nil without METRICS_ADDR
+	memory  memory.Store     // the shared memories (REDIS_URL), or this process's
 }
 
 // New builds the gateway from cfg.
@@ -84,6 +86,20 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg)
+	// The memories that make codes, refresh tokens and approvals
+	// single-use, and limits count, across replicas (REDIS_URL).
+	// TODO(issue 38, phase 2): guard.Config, approval.New and oauth.Config
+	// take it, in place of their own in-process maps.
+	mem, err := newMemory(cfg, log, m)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			mem.Close()
+		}
+	}()
 	signIn := signInProviders(cfg)
 	mailHosts, err := servedHosts(cfg, tlsConf, signIn)
 	if err != nil {
@@ -208,10 +224,12 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		// The approval page is always there (a token may ask for approval
 		// when the operator does not); earlier-protocol clients get a
 		// session that says they can show forms only under APPROVAL.
-		Approval:  page,
-		Approvals: sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
+		Approval:     page,
+		Approvals:    sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
+		Dependencies: memoryHealth(mem),
 	}, tools.RPCErrors(streamable))
-	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m}, nil
+	ok = true
+	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m, memory: mem}, nil
 }
 
 // approverPassword checks a password on the approval page: a real login at
@@ -344,6 +362,10 @@ func sessionsFor(policy access.Approval, a *approval.Approvals) *approval.Approv
 	return a
 }
 
+// Memory is the store of the shared memories (tests, and phase 2's
+// wiring of oauth, approval and guard).
+func (a *App) Memory() memory.Store { return a.memory }
+
 // PoolStats reports the IMAP connection pool's counters.
 func (a *App) PoolStats() pool.Stats { return a.mailbox.Stats() }
 
@@ -397,7 +419,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		defer stopMetrics()
 	}
 	a.log.Info("listening", "addr", ln.Addr().String(), "imap", net.JoinHostPort(a.cfg.IMAPHost, fmt.Sprint(a.cfg.IMAPPort)),
-		"imap_security", string(a.cfg.IMAPMode()), "smtp_enabled", a.cfg.SMTPEnabled(), "version", buildinfo.Version())
+		"imap_security", string(a.cfg.IMAPMode()), "smtp_enabled", a.cfg.SMTPEnabled(), "version", buildinfo.Version(),
+		"shared_memory", memoryName(a.memory))
 
 	var serveErr error
 	select {
@@ -418,6 +441,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	a.mailbox.Close(cctx)
+	a.memory.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}
