@@ -648,9 +648,7 @@ func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) (applied bool) {
 func (p *cssProps) applyWith(decls []propDecl, spec int32) {
 	for _, d := range decls {
 		d.spec = spec
-		if d.beats(p[d.prop]) {
-			p[d.prop] = d.cssDecl
-		}
+		p.set(d.prop, d.cssDecl)
 	}
 }
 
@@ -664,10 +662,10 @@ func (m *matcher) approximate(p *cssProps, keys []int32) {
 			for _, si := range list {
 				s := &m.sh.sels[si]
 				for _, d := range m.sh.rules[s.rule].decls {
-					if declHides(int(d.prop), d.val) {
+					if d.prop != propCustom && declHides(int(d.prop), d.val) {
 						d.spec = s.spec
-						if d.beats(m.sh.approx[k][d.prop]) {
-							m.sh.approx[k][d.prop] = d.cssDecl
+						if d.beats(m.sh.approx[k].d[d.prop]) {
+							m.sh.approx[k].d[d.prop] = d.cssDecl
 						}
 					}
 				}
@@ -675,9 +673,9 @@ func (m *matcher) approximate(p *cssProps, keys []int32) {
 		}
 	}
 	for _, k := range keys {
-		for prop, d := range m.sh.approx[k] {
-			if d.order != 0 && d.beats(p[prop]) {
-				p[prop] = d
+		for prop, d := range m.sh.approx[k].d {
+			if d.order != 0 && d.beats(p.d[prop]) {
+				p.d[prop] = d
 			}
 		}
 	}
