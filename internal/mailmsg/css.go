@@ -140,7 +140,7 @@ var borderShorthands = map[string][]int{
 type cssDecl struct {
 	val       string // lower case (unless hasVar), white space collapsed, without !important
 	important bool
-	hasVar    bool // val uses var(): resolved for each element
+	hasVar    bool  // val uses var(): resolved for each element
 	spec      int32 // specificity; the style attribute is above all selectors
 	order     int32 // source order, from 1; 0 means not set
 }
@@ -162,6 +162,7 @@ func (d cssDecl) beats(o cssDecl) bool {
 type cssProps struct {
 	d      [numProps]cssDecl
 	custom []cssDecl // val is "--name:value"
+	vars   bool      // some declaration uses var()
 }
 
 // propDecl is one declaration of a rule, for the property prop.
@@ -172,6 +173,7 @@ type propDecl struct {
 
 // set merges one declaration into p.
 func (p *cssProps) set(prop int8, d cssDecl) {
+	p.vars = p.vars || d.hasVar
 	if prop == propCustom {
 		p.custom = append(p.custom, d)
 		return

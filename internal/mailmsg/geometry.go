@@ -636,7 +636,7 @@ func (r *renderer) geoEnter(n *html.Node, own *ownStyle, st, cst *visState) line
 	g := &r.geo
 	disp := own.disp
 	if b == nil {
-		if !g.on {
+		if !g.on && !(blockContainer(disp) && indentOf(cst)+r.pageWidth() < 0) {
 			return saved
 		}
 		// Positions are followed but this element's box was not read:
@@ -742,6 +742,12 @@ func (r *renderer) geoEnter(n *html.Node, own *ownStyle, st, cst *visState) line
 	}
 	nanToInf(g)
 	return saved
+}
+
+// blockContainer reports whether a display kind holds lines of its own
+// (text-indent applies to its first one).
+func blockContainer(disp int8) bool {
+	return disp == dispBlock || disp == dispAtomic || disp == dispTable
 }
 
 // indentOf is the text-indent that applies to a block's first line.

@@ -748,7 +748,7 @@ func (r *renderer) styleFor(e int32, n *html.Node, name string, a *elemAttrs, st
 	}
 	r.propsNode = n
 	custom, over := st.custom, false
-	if len(p.custom) > 0 || st.custom != nil {
+	if len(p.custom) > 0 || p.vars {
 		custom, over = resolveVars(p, st.custom)
 	}
 	o := styleOf(p, name, a, st)
@@ -889,6 +889,8 @@ func (r *renderer) openOutput(name string, a *elemAttrs) {
 		}
 	case "li":
 		r.listItem = true
+	case "rt":
+		r.space = true // ruby text is shown above its base, a word of its own
 	case "table", "tr":
 		r.rowText, r.cellSep = false, false
 	case "td", "th":
