@@ -36,6 +36,7 @@ import (
 // Subtests are named after the technique with the count of runs shown and
 // hidden; HIDING_ONLY=substring runs some of them.
 func TestHidingCorpus(t *testing.T) {
+	t.Parallel() // a mail stack of its own; mostly waits for Chromium
 	node, dir, chromium := corpusTools(t)
 	var corpus []struct {
 		Name string
