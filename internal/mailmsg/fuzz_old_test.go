@@ -119,8 +119,8 @@ func (g *docGen) attrs(sized bool) string {
 		a += ` style="` + s + `"`
 		coloured = strings.Contains(s, "color")
 	}
-	if g.next(9) == 0 {
-		a += " hidden"
+	if g.next(9) == 0 && !strings.Contains(a, "display") {
+		a += " hidden" // (under a CSS display it shows now, as in browsers)
 	}
 	return a
 }

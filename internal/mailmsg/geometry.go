@@ -506,6 +506,7 @@ type lineBounds struct {
 	y, yMax   float64 // in a box placed against the page: the pen's y and the box's bottom (+Inf: not followed)
 	cells     bool    // in a table row: each cell starts where the last ended
 	wideTable bool    // the table declares its width: cells may be wider than their text
+	cellPad   float64 // the table's cellspacing and cellpadding
 	run       *hiddenRun
 }
 
@@ -728,6 +729,9 @@ func (r *renderer) geoEnter(n *html.Node, own *ownStyle, st, cst *visState) line
 	if st.align != alignStart && inLine {
 		base = inf
 	}
+	if inLine && saved.cells && saved.wideTable && g.x > g.start {
+		base = inf // a cell after one that the table's width may have widened
+	}
 	right := g.right - min(b.margin[sideRight], 0)
 	*g = lineBounds{on: true, run: g.run, xMax: g.xMax, y: g.y, yMax: g.yMax, first: true}
 	g.start = base + left
@@ -735,7 +739,27 @@ func (r *renderer) geoEnter(n *html.Node, own *ownStyle, st, cst *visState) line
 	if !math.IsNaN(b.width) && !math.IsInf(b.width, 0) {
 		g.right = g.start + b.width
 	}
-	g.x = g.start + indentOf(cst)
+	g.x = g.start
+	if blockContainer(disp) && n.Data != "table" && n.Data != "tr" && n.Data != "tbody" && n.Data != "thead" && n.Data != "tfoot" {
+		g.x += indentOf(cst)
+	}
+	switch n.Data {
+	case "table":
+		// Cells may be wider than their text when the table declares a
+		// width; cellspacing and cellpadding move each cell's text.
+		g.wideTable = !math.IsNaN(b.width)
+		g.cellPad = attrPixels(attr(n, "cellspacing"), 2) + attrPixels(attr(n, "cellpadding"), 1)
+	case "tbody", "thead", "tfoot":
+		g.wideTable, g.cellPad = saved.wideTable, saved.cellPad
+	case "tr":
+		g.cells, g.wideTable, g.cellPad = true, saved.wideTable, saved.cellPad
+	case "td", "th":
+		g.start += saved.cellPad
+		g.x += saved.cellPad
+		if hasAttr(n, "colspan") || hasAttr(n, "rowspan") {
+			g.start, g.x = inf, inf
+		}
+	}
 	g.reach = g.x
 	if g.y < inf {
 		g.y += max(b.margin[sideTop], 0) + b.border[sideTop] + b.padding[sideTop]
@@ -748,6 +772,19 @@ func (r *renderer) geoEnter(n *html.Node, own *ownStyle, st, cst *visState) line
 // (text-indent applies to its first one).
 func blockContainer(disp int8) bool {
 	return disp == dispBlock || disp == dispAtomic || disp == dispTable
+}
+
+// attrPixels reads a pixel attribute (cellpadding), def when absent or
+// unreadable (a percentage counts as unknown: +Inf).
+func attrPixels(v string, def float64) float64 {
+	if strings.TrimSpace(v) == "" {
+		return def
+	}
+	px := attrLength(v)
+	if math.IsNaN(px) {
+		return def
+	}
+	return px
 }
 
 // indentOf is the text-indent that applies to a block's first line.
@@ -810,6 +847,9 @@ func (r *renderer) geoLeave(own *ownStyle, saved lineBounds) {
 		return
 	}
 	end := inner.reach + b.padding[sideRight] + b.border[sideRight] + max(b.margin[sideRight], 0)
+	if saved.cells {
+		end += saved.cellPad
+	}
 	if !math.IsNaN(b.width) {
 		end = max(end, inner.start+b.width+b.padding[sideRight]+b.border[sideRight]+max(b.margin[sideRight], 0))
 	}
