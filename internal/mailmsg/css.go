@@ -754,6 +754,28 @@ type cssRule struct {
 	order     int32
 }
 
+// geoOnly reports whether all of a rule's declarations only place or size
+// boxes, which matters only where positions are followed (geometry.go).
+func (r *cssRule) geoOnly() bool {
+	for _, d := range r.decls {
+		if !geoOnlyProp(int(d.prop)) {
+			return false
+		}
+	}
+	return true
+}
+
+func geoOnlyProp(prop int) bool {
+	switch prop {
+	case propMarginRight, propMarginBottom, propPaddingLeft, propPaddingRight, propPaddingTop, propPaddingBottom,
+		propBorderLeft, propBorderRight, propBorderTop, propBorderBottom, propMinWidth, propMinHeight,
+		propTextAlign, propDirection, propWritingMode, propLineHeight, propLetterSpacing, propWordSpacing,
+		propWhiteSpace, propZoom:
+		return true
+	}
+	return false
+}
+
 // cssReader reads the rules of style blocks that apply on a desktop
 // screen, in source order.
 type cssReader struct {

@@ -637,7 +637,7 @@ func (r *renderer) geoEnter(n *html.Node, own *ownStyle, st, cst *visState) line
 	g := &r.geo
 	disp := own.disp
 	if b == nil {
-		if !g.on && !(blockContainer(disp) && indentOf(cst)+r.pageWidth() < 0) {
+		if !g.on && !(blockContainer(disp) && indentOf(cst) < 0 && indentOf(cst)+r.pageWidth() < 0) {
 			return saved
 		}
 		// Positions are followed but this element's box was not read:
@@ -712,7 +712,7 @@ func (r *renderer) geoEnter(n *html.Node, own *ownStyle, st, cst *visState) line
 	// A block, a cell, an inline-block or a replaced element: a box whose
 	// lines start at its own left edge.
 	left := dx + b.tx + b.margin[sideLeft] + b.border[sideLeft] + b.padding[sideLeft]
-	if !g.on && (left < 0 && left+r.pageWidth() < 0 || indentOf(cst)+r.pageWidth() < 0) {
+	if !g.on && (left < 0 && left+r.pageWidth() < 0 || indentOf(cst) < 0 && indentOf(cst)+r.pageWidth() < 0) {
 		activate()
 	}
 	if !g.on {

@@ -731,7 +731,7 @@ func (r *renderer) styleFor(e int32, n *html.Node, name string, a *elemAttrs, st
 	p := &r.props
 	*p = cssProps{custom: p.custom[:0]}
 	r.propsNode = nil
-	applied := r.m != nil && r.m.cascade(p, e, n)
+	applied := r.m != nil && r.m.cascade(p, e, n, r.geo.on)
 	if !applied && a.style == "" && !a.hidden && a.color == "" && a.bgcolor == "" && a.background == "" &&
 		a.align == "" && a.dir == "" && !r.geo.on && !defaultHides(name, n) {
 		o := ownStyle{opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}, scale: 1, disp: defaultDisplay(name)}
@@ -745,6 +745,10 @@ func (r *renderer) styleFor(e int32, n *html.Node, name string, a *elemAttrs, st
 	}
 	if a.style != "" {
 		p.apply(r.inlineDecls(a.style))
+	}
+	if r.m != nil && !r.geo.on && r.m.sh.hasGeoOnly && (needsBox(p) || strings.Contains(p.d[propTextIndent].val, "-")) {
+		// It may start following positions: its own box counts too.
+		applied = r.m.cascade(p, e, n, true) || applied
 	}
 	r.propsNode = n
 	custom, over := st.custom, false

@@ -234,6 +234,8 @@ func TestHTMLHiddenElements(t *testing.T) {
 		{"text-indent in a right-aligned block", `<div style="text-indent:-9999px;text-align:right">x</div>`, "x", 0},
 		{"margin-left over a table wider than the shift (a page that wide is not bounded: kept)", `<div style="margin-left:-10000px"><table width="20000"><tr><td>y</td><td>x</td></tr></table></div>`, "y | x", 0},
 		{"margin-left undone by a padding", `<div style="margin-left:-10000px"><div style="padding-left:20000px">x</div></div>`, "x", 0},
+		{"margin-left undone by a padding from another rule", `<style>.x{margin-left:-10000px}.y{padding-left:20000px}</style><div class="x y">x</div>`, "x", 0},
+		{"margin-left undone by a child's padding from a rule", `<style>.y{padding-left:20000px}</style><div style="margin-left:-10000px"><p class="y">x</p></div>`, "x", 0},
 		{"absolute against a positioned ancestor is unknown", `<div style="position:relative"><div style="position:absolute;left:-9999px">x</div></div>`, "x", 0},
 		{"open dialog", `<dialog open>x</dialog>`, "x", 0},
 		{"object without data", `<object>x</object>`, "x", 0},
