@@ -80,6 +80,21 @@ type boxStyle struct {
 	far                      bool    // it moves its content far (left, up, or right of a right edge)
 }
 
+// relativeShift is how far position:relative (or sticky) moves the box
+// right: left, else minus right.
+func (b *boxStyle) relativeShift() float64 {
+	if b.pos != posRelative && b.pos != posSticky {
+		return 0
+	}
+	switch {
+	case !math.IsNaN(b.left):
+		return b.left
+	case !math.IsNaN(b.right):
+		return -b.right
+	}
+	return 0
+}
+
 // Box sides.
 const (
 	sideTop = iota
@@ -689,15 +704,7 @@ func (r *renderer) geoEnter(n *html.Node, own *ownStyle, st, cst *visState) line
 		}
 		return saved
 	}
-	dx := 0.0 // a relative offset
-	if b.pos == posRelative || b.pos == posSticky {
-		switch {
-		case !math.IsNaN(b.left):
-			dx = b.left
-		case !math.IsNaN(b.right):
-			dx = -b.right
-		}
-	}
+	dx := b.relativeShift()
 	if disp == dispInline || disp == dispContents {
 		shift := dx + b.margin[sideLeft] + b.border[sideLeft] + b.padding[sideLeft]
 		if shift < 0 && shift+r.pageWidth() < 0 {
@@ -819,15 +826,7 @@ func (r *renderer) geoLeave(own *ownStyle, saved lineBounds) {
 		return
 	}
 	disp := own.disp
-	dx := 0.0
-	if b.pos == posRelative || b.pos == posSticky {
-		switch {
-		case !math.IsNaN(b.left):
-			dx = b.left
-		case !math.IsNaN(b.right):
-			dx = -b.right
-		}
-	}
+	dx := b.relativeShift()
 	if disp == dispInline || disp == dispContents {
 		if g.on {
 			g.x += b.padding[sideRight] + b.border[sideRight] + b.margin[sideRight] - dx
