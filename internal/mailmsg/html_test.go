@@ -414,6 +414,8 @@ func TestHTMLToTextLinear(t *testing.T) {
 		{"style attributes", strings.Repeat(`<b style="color:#fff;background:#fff;font:0/0 a">x</b>`, n/54)},
 		{"hostile selectors on deep nests", hostileHTML(n)},
 		{"many rules of one key", "<style>" + strings.Repeat(".q .a{display:none}", n/40) + "</style>" + strings.Repeat(`<i class="a">x</i>`, n/36)},
+		{"custom properties on every level, looked up below", strings.Repeat(`<div style="--a:x;--b:var(--a)">`, 500) + strings.Repeat(`<i style="display:var(--zz, inline)">x</i>`, n/45)},
+		{"off-page geometry over many elements", `<div style="text-indent:-9999px;margin-left:-10000px">` + strings.Repeat(`<p style="padding:1px">x<span style="margin-left:1px">y</span></p>`, n/60) + `</div>`},
 		{"long sibling chains", "<style>" + strings.Repeat("i ~ i ~ b ~ .z{opacity:0}", n/50) + "</style>" + strings.Repeat("<i></i>", n/14)},
 	}
 	for _, tt := range tests {

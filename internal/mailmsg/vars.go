@@ -1,7 +1,6 @@
 package mailmsg
 
 import (
-	"maps"
 	"strings"
 )
 
@@ -25,18 +24,27 @@ const (
 	maxVarDepth    = 32
 )
 
-// customProps are an element's custom properties, resolved; shared with
-// its descendants until one declares its own.
+// customProps are an element's custom properties, resolved: those it
+// declares, then its parent's (a chain, so an element that declares one
+// does not copy all it inherits); shared with its descendants until one
+// declares its own. A property guaranteed-invalid on the element hides the
+// parent's (an empty entry with invalid set).
 type customProps struct {
-	vals map[string]string
+	vals    map[string]string
+	invalid map[string]bool
+	parent  *customProps
 }
 
 func (c *customProps) get(name string) (string, bool) {
-	if c == nil {
-		return "", false
+	for ; c != nil; c = c.parent {
+		if c.invalid[name] {
+			return "", false
+		}
+		if v, ok := c.vals[name]; ok {
+			return v, true
+		}
 	}
-	v, ok := c.vals[name]
-	return v, ok
+	return "", false
 }
 
 // resolveVars computes the custom properties of an element (parent: its
@@ -54,10 +62,7 @@ func resolveVars(p *cssProps, parent *customProps) (own *customProps, overLimit 
 				win[name] = d
 			}
 		}
-		own = &customProps{vals: map[string]string{}}
-		if parent != nil {
-			maps.Copy(own.vals, parent.vals)
-		}
+		own = &customProps{vals: map[string]string{}, invalid: map[string]bool{}, parent: parent}
 		// Raw values first, so that one property can refer to another of
 		// the same element; then each is resolved in turn.
 		raw := map[string]string{}
@@ -101,7 +106,7 @@ func resolveVars(p *cssProps, parent *customProps) (own *customProps, overLimit 
 			if v, ok := resolve(name, 0); ok {
 				own.vals[name] = v
 			} else {
-				delete(own.vals, name) // guaranteed-invalid: as if undefined
+				own.invalid[name] = true // guaranteed-invalid: as if undefined
 			}
 		}
 	}
