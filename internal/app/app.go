@@ -40,6 +40,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/unsubscribe"
 )
 
 const instructions = `This server gives access to one email mailbox over IMAP (and SMTP for sending when enabled).
@@ -96,6 +97,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
 		TLS: tlsConf, Timeout: cfg.IMAPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
 		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder, RecordsRoot: cfg.AgentsFolder, Observer: mailObserver(m),
+		AuthServIDs: cfg.AuthServIDs(),
 	}, pool.Config{
 		MaxTotal: cfg.MaxPoolSize, MaxPerGroup: cfg.MaxPoolPerUser, IdleTimeout: cfg.PoolIdleTime,
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second, Revalidate: cfg.PoolRevalidate,
@@ -104,7 +106,10 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	mb.SetWaitPoll(cfg.WaitPollInterval)
 	mb.SetWaitRecheck(cfg.WaitRecheck)
 
-	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
+	if cfg.EgressAllowPrivate {
+		log.Warn("EGRESS_ALLOW_PRIVATE=true: one-click unsubscribe may post to loopback and private addresses; this is for tests only, never for production")
+	}
+	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits, Unsubscribe: unsubscribePoster(cfg),
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
 		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
 		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, nil), ApprovalTTL: cfg.ApprovalTTL}
@@ -197,6 +202,17 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		Approvals: sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
 	}, tools.RPCErrors(streamable))
 	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m}, nil
+}
+
+// unsubscribePoster makes the one-click unsubscribe POSTs: public
+// addresses only, unless EGRESS_ALLOW_PRIVATE (tests) also lets them reach
+// loopback servers whose certificates MAIL_CA_FILE holds.
+func unsubscribePoster(cfg *config.Config) *unsubscribe.Poster {
+	c := unsubscribe.Config{AllowPrivate: cfg.EgressAllowPrivate}
+	if cfg.EgressAllowPrivate {
+		c.RootCAs, _ = cfg.LoadCAs() // checked at load
+	}
+	return unsubscribe.NewPoster(c)
 }
 
 // signInProviders are the providers the operator configured, in the order

@@ -69,6 +69,10 @@ type Config struct {
 	AgentsFolder  string        `env:"AGENTS_FOLDER" envDefault:"Agents" desc:"the folder holding one folder per agent (Agents/backend, Agents/frontend), created on first use"`
 	PublicURL     string        `env:"PUBLIC_URL" desc:"the gateway's external base URL (https://mail-mcp.example.com), used in the attachment download links it hands out; empty derives it from each request's Host (and X-Forwarded-Proto from TRUSTED_PROXIES)"`
 
+	// Mail work (invitations, unsubscribe, sender verification).
+	AuthServID         []string `env:"AUTHSERV_ID" envSeparator:"," desc:"the authserv-id(s) of the operator's own receiving mail servers, comma-separated: imap_read_email trusts Authentication-Results (SPF, DKIM, DMARC) only from these, as anyone can write such a field under another name; mx.google.com for Gmail, microsoft-365 for Exchange Online (whose fields carry no id), the host name OpenDKIM/OpenDMARC put first for your own server; empty: every sender is unverified (docs/sender-verification.md)"`
+	EgressAllowPrivate bool     `env:"EGRESS_ALLOW_PRIVATE" envDefault:"false" desc:"TESTS ONLY, never in production: true lets the one-click unsubscribe POST (mail_unsubscribe) go to loopback and private addresses and trust MAIL_CA_FILE's certificates, so that tests can post to a local HTTPS server; the gateway logs a warning at start when it is set"`
+
 	MailCAFile         string `env:"MAIL_CA_FILE" desc:"PEM file of extra CA certificates to trust for the IMAP and SMTP servers (self-signed servers)"`
 	AllowPlaintextAuth bool   `env:"ALLOW_PLAINTEXT_AUTH" envDefault:"false" desc:"allow sending passwords over an unencrypted mail connection (local development only)"`
 
@@ -381,6 +385,11 @@ func (c *Config) validate(vars map[string]string) []string {
 			bad("SMTP_ALLOWED_FROM", "expected addresses (alias@example.com) or domains (@example.com), got %q", a)
 		}
 	}
+	for _, id := range c.AuthServID {
+		if id = strings.TrimSpace(id); id == "" || len(id) > 253 || strings.ContainsAny(id, " \t;()\"\\@/\r\n\x00") {
+			bad("AUTHSERV_ID", "expected authserv-ids (host names such as mx.example.com, or microsoft-365) separated by commas, got %q", id)
+		}
+	}
 	if strings.ContainsAny(c.SentFolder, "\r\n\x00") {
 		bad("SENT_FOLDER", "must not contain line breaks or NUL")
 	}
@@ -465,6 +474,17 @@ func (c *Config) validateGuard(vars map[string]string) []string {
 		bad("TRUSTED_PROXIES", "%v", err)
 	}
 	return p
+}
+
+// AuthServIDs is AUTHSERV_ID as a list, without blanks.
+func (c *Config) AuthServIDs() []string {
+	var out []string
+	for _, id := range c.AuthServID {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // PreviousKey returns the decoded ENCRYPTION_KEY_PREVIOUS, or nil. It is

@@ -401,3 +401,9 @@ func meetingLink(u string) bool {
 	}
 	return false
 }
+
+// Unreadable is an Invite whose calendar was not read, for the reason
+// given (a sentence).
+func Unreadable(problem string) *Invite {
+	return &Invite{Status: "unreadable", Problem: problem}
+}

@@ -15,8 +15,11 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/invite"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/senderauth"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/unsubscribe"
 )
 
 // Read limits.
@@ -85,6 +88,12 @@ type Message struct {
 	HiddenElements  int    `json:"hidden_elements,omitempty" desc:"how many HTML elements with text were left out of text because mail clients do not show them"`
 	HiddenText      string `json:"hidden_text,omitempty" desc:"with include_hidden: the text of those elements, one line each"`
 	HiddenTruncated bool   `json:"hidden_truncated,omitempty" desc:"hidden_text was cut at max_chars characters"`
+	// What Read learns beyond headers and text (mailwork.go).
+	Invite         *invite.Invite       `json:"invite,omitempty" desc:"the meeting invitation (or cancellation, update, answer) of the message's text/calendar part"`
+	Unsubscribe    *unsubscribe.Options `json:"unsubscribe,omitempty" desc:"how to leave the mailing list the message came from (List-Unsubscribe), and whether one-click unsubscribe applies"`
+	Authentication *senderauth.Result   `json:"authentication,omitempty" desc:"whether the sender is who the From address claims, from the Authentication-Results of the operator's own receiving server (AUTHSERV_ID) only"`
+	facts          []byte               // the header fields of factsSection
+	calendar       *calendarRef         // where the invitation is
 }
 
 // Read reads one message without changing it: EXAMINE and BODY.PEEK, so
@@ -125,9 +134,13 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		if err != nil {
 			return err
 		}
+		readInvite(conn.client(), m, o.UID)
 		msg = m
 		return nil
 	})
+	if msg != nil {
+		c.judge(msg, creds)
+	}
 	return msg, err
 }
 
@@ -234,7 +247,7 @@ func startHeaderAndStructure(cl *imapclient.Client, uid uint32, guess bool) *ima
 // startHeadsAndStructures is startHeaderAndStructure for the messages of
 // set in one FETCH.
 func startHeadsAndStructures(cl *imapclient.Client, set imap.UIDSet, guess bool) *imapclient.FetchCommand {
-	sections := []*imap.FetchItemBodySection{referencesSection}
+	sections := []*imap.FetchItemBodySection{referencesSection, factsSection}
 	if guess {
 		sections = append(sections, guessSection)
 	}
@@ -281,6 +294,7 @@ func headerAndStructureOf(b *imapclient.FetchMessageBuffer, folder string) (*Mes
 		}
 	}
 	m.References = parseMsgIDs(string(b.FindBodySection(referencesSection)))
+	m.facts, m.calendar = b.FindBodySection(factsSection), calendarPartOf(b.BodyStructure)
 	if b.BodyStructure == nil {
 		return nil, nil, nil, mailerr.New(mailerr.Internal, "the mail server sent no body structure")
 	}

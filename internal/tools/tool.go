@@ -35,6 +35,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/unsubscribe"
 )
 
 // DefaultCallTimeout bounds one whole tool call when Deps.CallTimeout is 0.
@@ -74,6 +75,9 @@ type Deps struct {
 	Approval    access.Approval
 	Approvals   *approval.Approvals
 	ApprovalTTL time.Duration
+	// Unsubscribe makes mail_unsubscribe's one-click POSTs (nil: a
+	// Poster with the defaults: public addresses only).
+	Unsubscribe *unsubscribe.Poster
 }
 
 // operatorLevel is the most any caller may do here.
@@ -580,9 +584,11 @@ var catalog = []definition{
 	deleteFolder,
 	sendEmail,
 	replyEmail,
+	respondInvite,
 	forwardEmail,
 	saveDraft,
 	sendDraft,
+	mailUnsubscribe,
 	agentSend,
 	agentList,
 	agentSetStatus,
