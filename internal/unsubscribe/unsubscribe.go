@@ -31,7 +31,7 @@ type Options struct {
 	List     string   `json:"list,omitempty" desc:"the list's identifier (List-Id), when the message has one"`
 	HTTPS    []string `json:"https,omitempty" desc:"https links to unsubscribe (List-Unsubscribe)"`
 	Mailto   []string `json:"mailto,omitempty" desc:"mailto: addresses to unsubscribe by sending a message (List-Unsubscribe)"`
-	OneClick bool     `json:"one_click" desc:"true when RFC 8058 one-click unsubscribe applies: the sender asks for it (List-Unsubscribe-Post) and a DKIM signature checked by the operator's receiving server covers both list headers; only then does mail_unsubscribe post to the https link"`
+	OneClick bool     `json:"one_click" desc:"true when RFC 8058 one-click unsubscribe applies: the sender asks for it (List-Unsubscribe-Post) and a DKIM signature checked by the operator's receiving server covers both list headers; only then is the https link posted to"`
 	Note     string   `json:"note" desc:"why one-click applies or not, in a sentence"`
 	Ignored  []string `json:"ignored,omitempty" desc:"links left out: not https (an unencrypted http link) or not readable"`
 
