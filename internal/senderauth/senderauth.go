@@ -268,10 +268,23 @@ func tagList(s string) map[string]string {
 // dkim=pass …"): the topmost such field is Exchange Online's own.
 const Microsoft365 = "microsoft-365"
 
+// trustedID reports whether id is one of trusted: the same name (without
+// case), any subdomain of a "*.domain" entry (a provider whose receiving
+// hosts each write their own name), or "" for Microsoft365.
 func trustedID(trusted []string, id string) bool {
-	id = strings.TrimSpace(id)
+	id = strings.ToLower(strings.TrimSpace(id))
 	for _, t := range trusted {
-		if id == "" && strings.EqualFold(t, Microsoft365) || id != "" && strings.EqualFold(t, id) {
+		t = strings.ToLower(t)
+		switch {
+		case id == "":
+			if t == Microsoft365 {
+				return true
+			}
+		case strings.HasPrefix(t, "*."):
+			if strings.HasSuffix(id, t[1:]) && len(id) > len(t)-1 {
+				return true
+			}
+		case t == id:
 			return true
 		}
 	}

@@ -37,6 +37,8 @@ func TestEvaluate(t *testing.T) {
 		{"no AUTHSERV_ID", nil, []string{gmail}, "news@example.com", Unknown, false, "AUTHSERV_ID"},
 		{"subdomain aligns (relaxed)", []string{"mx.example.test"}, []string{"mx.example.test; dkim=pass header.d=mail.shop.example.co.uk"}, "orders@shop.example.co.uk", Pass, true, "DKIM signature by mail.shop.example.co.uk"},
 		{"same public suffix does not align", []string{"mx.example.test"}, []string{"mx.example.test; dkim=pass header.d=evil.co.uk"}, "orders@shop.co.uk", None, false, "not the same domain"},
+		{"a wildcard trusts the provider's hosts", []string{"*.messagingengine.com"}, []string{"mx3.messagingengine.com; dkim=pass header.d=example.com"}, "a@example.com", Pass, true, "DKIM"},
+		{"a wildcard is not the domain itself", []string{"*.messagingengine.com"}, []string{"messagingengine.com; dkim=pass header.d=example.com", "evilmessagingengine.com; dkim=pass header.d=example.com"}, "a@example.com", Unknown, false, "No Authentication-Results"},
 		{"dkim fail", []string{"mx.example.test"}, []string{"mx.example.test; dkim=fail (bad signature) header.d=example.org; spf=softfail smtp.mailfrom=example.org"}, "a@example.org", Fail, false, "Authentication failed"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
