@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/emersion/go-ical"
@@ -67,6 +68,7 @@ type Invite struct {
 
 	cal   *ical.Calendar
 	event *ical.Event
+	zones map[zoneKey]*time.Location // zoneOf's answers for this calendar
 }
 
 // Person is an organizer or attendee.
@@ -192,7 +194,7 @@ func (inv *Invite) read(ev *ical.Event, problems *[]string) {
 		inv.Recurrence = describeRule(r.Value, inv.startMoment(ev), len(p.Values(ical.PropExceptionDates)))
 	}
 	if rid := p.Get(ical.PropRecurrenceID); rid != nil {
-		if m, err := parseMoment(inv.cal, rid); err == nil {
+		if m, err := inv.moment(rid); err == nil {
 			inv.Occurrence = m.local()
 		} else {
 			inv.Occurrence = oneLine(rid.Value, 40)

@@ -292,3 +292,28 @@ func TestReplyRefusals(t *testing.T) {
 }
 
 func unfold(b []byte) []byte { return bytes.ReplaceAll(b, []byte("\r\n "), nil) }
+
+// BenchmarkParse: reading an Outlook invitation (a VTIMEZONE, a weekly
+// recurrence) and writing an answer to it.
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		inv := Parse(outlookInvite)
+		if _, err := inv.Reply("alice@example.org", Accepted, "", time.Unix(1e9, 0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkParseHostile: the largest calendar the guard lets through,
+// one long description (the work is linear in it).
+func BenchmarkParseHostile(b *testing.B) {
+	big := bytes.Replace(googleInvite, []byte("DESCRIPTION:Agenda"), append([]byte("DESCRIPTION:"), bytes.Repeat([]byte("x"), MaxBytes-len(googleInvite)-100)...), 1)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(big)))
+	for b.Loop() {
+		if inv := Parse(big); inv.Problem != "" {
+			b.Fatal(inv.Problem)
+		}
+	}
+}

@@ -147,7 +147,7 @@ func (inv *Invite) utcTimes(ev *ical.Event) error {
 		if p == nil || p.Params.Get(ical.ParamTimezoneID) == "" {
 			continue
 		}
-		m, err := parseMoment(inv.cal, p)
+		m, err := inv.moment(p)
 		if err != nil || m.unknown {
 			return fmt.Errorf("%s has no known zone", name)
 		}
@@ -209,7 +209,7 @@ func Title(data []byte) string {
 		t = verb + " the meeting"
 	}
 	if sp := r.event.Props.Get(ical.PropDateTimeStart); sp != nil {
-		if m, err := parseMoment(r.cal, sp); err == nil {
+		if m, err := r.moment(sp); err == nil {
 			t += " on " + startText(m)
 		}
 	}

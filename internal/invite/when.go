@@ -20,9 +20,9 @@ type moment struct {
 
 var errBadTime = errors.New("not a valid date or time")
 
-// parseMoment reads a DATE or DATE-TIME property (RFC 5545 section 3.3.4
-// and 3.3.5): UTC, with a TZID, or floating.
-func parseMoment(cal *ical.Calendar, p *ical.Prop) (moment, error) {
+// moment reads a DATE or DATE-TIME property of inv's calendar (RFC 5545
+// section 3.3.4 and 3.3.5): UTC, with a TZID, or floating.
+func (inv *Invite) moment(p *ical.Prop) (moment, error) {
 	v := strings.TrimSpace(p.Value)
 	var m moment
 	var err error
@@ -39,7 +39,7 @@ func parseMoment(cal *ical.Calendar, p *ical.Prop) (moment, error) {
 			break
 		}
 		tzid := p.Params.Get(ical.ParamTimezoneID)
-		switch loc := zoneOf(cal, tzid, wall); {
+		switch loc := inv.zoneOf(tzid, wall); {
 		case tzid == "":
 			m.floating, m.t = true, wall
 		case loc == nil:
@@ -92,12 +92,12 @@ func (inv *Invite) when(ev *ical.Event, problems *[]string) {
 		}
 		return
 	}
-	start, err := parseMoment(inv.cal, sp)
+	start, err := inv.moment(sp)
 	if err != nil {
 		*problems = append(*problems, fmt.Sprintf("Its start time %s is not a valid date or time.", quote(sp.Value)))
 		return
 	}
-	end, ok := endOf(inv.cal, ev, start, problems)
+	end, ok := inv.endOf(ev, start, problems)
 	inv.AllDay = start.date
 	inv.Start, inv.StartUTC = start.local(), start.utc()
 	inv.TimeZone = start.zone
@@ -122,9 +122,9 @@ func (inv *Invite) when(ev *ical.Event, problems *[]string) {
 
 // endOf is the event's end: DTEND, else DTSTART plus DURATION, else one
 // day for a date and the start itself for a time (RFC 5545 section 3.6.1).
-func endOf(cal *ical.Calendar, ev *ical.Event, start moment, problems *[]string) (moment, bool) {
+func (inv *Invite) endOf(ev *ical.Event, start moment, problems *[]string) (moment, bool) {
 	if ep := ev.Props.Get(ical.PropDateTimeEnd); ep != nil {
-		end, err := parseMoment(cal, ep)
+		end, err := inv.moment(ep)
 		if err != nil {
 			*problems = append(*problems, fmt.Sprintf("Its end time %s is not a valid date or time.", quote(ep.Value)))
 			return moment{}, false
@@ -203,7 +203,7 @@ func describeWhen(start, end moment, hasEnd bool) string {
 // startMoment is the event's start, zero when it has none that reads.
 func (inv *Invite) startMoment(ev *ical.Event) moment {
 	if sp := ev.Props.Get(ical.PropDateTimeStart); sp != nil {
-		if m, err := parseMoment(inv.cal, sp); err == nil {
+		if m, err := inv.moment(sp); err == nil {
 			return m
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-ical"
@@ -23,7 +24,16 @@ const (
 	maxZoneLookups = 8
 )
 
-var ianaZones sync.Map // name -> *time.Location (found ones only)
+// ianaZones remembers what time.LoadLocation said of a name: a
+// *time.Location, or nil for a name it does not know (a failed lookup
+// reads the Go installation's zoneinfo.zip, about 100 µs). Unknown names
+// are remembered up to maxUnknownZones: senders choose them.
+var (
+	ianaZones    sync.Map
+	unknownZones atomic.Int32
+)
+
+const maxUnknownZones = 4096
 
 // ianaZone loads name from the time zone database, never the process's
 // own zone ("Local") and never a name with a path in it.
@@ -36,15 +46,40 @@ func ianaZone(name string) *time.Location {
 	}
 	l, err := time.LoadLocation(name)
 	if err != nil {
+		if unknownZones.Add(1) <= maxUnknownZones {
+			ianaZones.Store(name, (*time.Location)(nil))
+		}
 		return nil
 	}
 	ianaZones.Store(name, l)
 	return l
 }
 
+// zoneKey is one question to zoneOf.
+type zoneKey struct {
+	tzid string
+	wall time.Time
+}
+
 // zoneOf finds the location of tzid for the wall time wall (whose own
-// location is meaningless): a *time.Location, or nil when the zone is
-// unknown.
+// location is meaningless) in inv's calendar: a *time.Location, or nil
+// when the zone is unknown. The answers are kept for the calendar's other
+// times (a VTIMEZONE's rules take some work to apply).
+func (inv *Invite) zoneOf(tzid string, wall time.Time) *time.Location {
+	k := zoneKey{tzid, wall}
+	if l, ok := inv.zones[k]; ok {
+		return l
+	}
+	l := zoneOf(inv.cal, tzid, wall)
+	if inv.zones == nil {
+		inv.zones = map[zoneKey]*time.Location{}
+	}
+	if len(inv.zones) < 64 {
+		inv.zones[k] = l
+	}
+	return l
+}
+
 func zoneOf(cal *ical.Calendar, tzid string, wall time.Time) *time.Location {
 	if len(tzid) > maxTZIDLength {
 		return nil
@@ -137,11 +172,11 @@ func lastOnset(o *ical.Component, start, w time.Time) (time.Time, bool) {
 		if opt, err := rrule.StrToROption(p.Value); err == nil && opt.Freq == rrule.YEARLY && opt.Interval <= 1 {
 			// rrule-go walks at most about 292 years (a time.Duration)
 			// from DTSTART, and Outlook starts its zones in 1601: a rule
-			// without COUNT starts two years before w instead, which
-			// gives the same onsets from then on.
+			// without COUNT starts the year before w instead, which gives
+			// the same onsets from then on (a yearly rule has one in it).
 			opt.Dtstart = start
-			if opt.Count == 0 && w.Year()-start.Year() > 2 {
-				opt.Dtstart = time.Date(w.Year()-2, start.Month(), start.Day(), start.Hour(), start.Minute(), start.Second(), 0, time.UTC)
+			if opt.Count == 0 && w.Year()-start.Year() > 1 {
+				opt.Dtstart = time.Date(w.Year()-1, start.Month(), start.Day(), start.Hour(), start.Minute(), start.Second(), 0, time.UTC)
 			} else if w.Year()-start.Year() > 250 {
 				return best, found
 			}

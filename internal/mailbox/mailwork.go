@@ -173,39 +173,16 @@ type Invitation struct {
 // invitation, without changing it: its threading headers and its calendar
 // part, with the reader's entry marked.
 func (c *Client) Invitation(ctx context.Context, creds credentials.Credentials, folder string, uid uint32) (*Invitation, error) {
-	folder, err := c.folderArg(ctx, creds, folder)
+	var inv *invite.Invite
+	orig, err := c.readOriginal(ctx, creds, folder, uid, "reading the invitation", func(conn *Conn, b *imapclient.FetchMessageBuffer) {
+		m := &Message{calendar: calendarPartOf(b.BodyStructure)}
+		readInvite(conn.client(), m, uid)
+		if inv = m.Invite; inv != nil {
+			inv.MarkReader(creds.User)
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	if uid == 0 {
-		return nil, badUID()
-	}
-	var out *Invitation
-	err = c.doIn(ctx, creds, folder, "reading the invitation", func(ctx context.Context, conn *Conn) error {
-		if _, err := conn.examine(folder); err != nil {
-			return err
-		}
-		sec := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: threadHeaders, Peek: true}
-		bufs, err := conn.client().Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{
-			UID: true, Flags: true, Envelope: true, BodyStructure: &imap.FetchItemBodyStructure{Extended: true},
-			BodySection: []*imap.FetchItemBodySection{sec},
-		}).Collect()
-		if err != nil {
-			return imapError(err, folder)
-		}
-		for _, b := range bufs {
-			if uint32(b.UID) != uid || b.Envelope == nil {
-				continue
-			}
-			out = &Invitation{Original: originalOf(folder, uid, conn.uidValidity, b, b.FindBodySection(sec))}
-			m := &Message{calendar: calendarPartOf(b.BodyStructure)}
-			readInvite(conn.client(), m, uid)
-			if out.Invite = m.Invite; out.Invite != nil {
-				out.Invite.MarkReader(creds.User)
-			}
-			return nil
-		}
-		return noMessage(uid, folder)
-	})
-	return out, err
+	return &Invitation{Original: orig, Invite: inv}, nil
 }

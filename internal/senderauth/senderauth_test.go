@@ -100,3 +100,11 @@ func TestStripComments(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkEvaluate(b *testing.B) {
+	fields := []string{gmail, opendkim, opendmarc}
+	b.ReportAllocs()
+	for b.Loop() {
+		Evaluate([]string{"mx.google.com"}, fields, "news@example.com")
+	}
+}
