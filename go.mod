@@ -23,8 +23,11 @@ require (
 )
 
 require (
+	github.com/emersion/go-ical v0.0.0-20250329121855-f41e73efc392
+	github.com/emersion/go-msgauth v0.7.0
 	github.com/go-jose/go-jose/v4 v4.1.4
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/teambition/rrule-go v1.8.2
 )
 
 require go.uber.org/atomic v1.12.0 // indirect

@@ -137,6 +137,15 @@ if command -v npm >/dev/null && command -v node >/dev/null; then
       echo "ok ($(tests/clients/node22/node_modules/.bin/node --version))"
     fi
   fi
+  # Calendar material of tests/invite_test.go: invitations made by
+  # ical-generator, answers parsed by node-ical (run on the Node 22 above).
+  step "npm ci (tests/clients/calendar: ical-generator, node-ical)"
+  if ! (cd tests/clients/calendar && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "FAIL: npm ci in tests/clients/calendar"
+    npm_failed=1
+  else
+    echo "ok"
+  fi
   # The real-mail corpus of tests/corpus_test.go (Foundation, mailgen, React
   # Email, MJML, rendered and read in Chromium): its own directory, run on
   # the Node 22 above (juice needs Node >= 22.12).

@@ -1,6 +1,8 @@
 package tests
 
-// The interop matrix: every tool that needs no SMTP, called through the
+// The interop matrix: every tool that needs no SMTP (and where SMTP exists,
+// Dovecot with Postfix and the demo, the mail-work tools that send:
+// interop_mailwork_test.go), called through the
 // gateway against Dovecot, Cyrus IMAP 3.6 and Courier IMAP 5.0 (each as
 // Debian configures it: scripts/imapservers.sh) and the in-memory demo
 // server, each result compared with what the server holds as a plain
@@ -40,6 +42,12 @@ type interopServer struct {
 	user, pass string
 	env        []string // the gateway's IMAP_* settings
 	dial       func(t testing.TB) *imapclient.Client
+	// Where SMTP exists (Dovecot with Postfix, the demo): the gateway's
+	// SMTP_* settings, and a mailbox on the same server that answers to
+	// invitations and unsubscribe messages reach (interop_mailwork_test.go).
+	smtp          []string
+	organizer     string
+	organizerDial func(t testing.TB) *imapclient.Client
 }
 
 // interopRecheck is WAIT_RECHECK in the matrix: a wait must wake within it
@@ -69,12 +77,14 @@ func plainServer(name, addr, user, pass string) interopServer {
 // interopServers starts the four servers of the matrix.
 func interopServers(t *testing.T) []interopServer {
 	t.Helper()
-	const dovecotUser = "interop@example.test"
-	st := mailtest.StartT(t, mailtest.Options{Users: map[string]string{dovecotUser: "interop-pw-1"}})
+	const dovecotUser, organizer = "interop@example.test", "organizer@example.test"
+	st := mailtest.StartT(t, mailtest.Options{Users: map[string]string{dovecotUser: "interop-pw-1", organizer: "organizer-pw-1"}})
 	dovecot := interopServer{
 		name: "dovecot", user: dovecotUser, pass: "interop-pw-1",
 		env:  []string{"IMAP_HOST=127.0.0.1", "IMAP_PORT=" + strconv.Itoa(st.IMAPSPort), "MAIL_CA_FILE=" + st.CAFile},
 		dial: func(t testing.TB) *imapclient.Client { return direct(t, st, dovecotUser) },
+		smtp: smtpEnv(st), organizer: organizer,
+		organizerDial: func(t testing.TB) *imapclient.Client { return direct(t, st, organizer) },
 	}
 	cy := mailtest.StartIMAP(t, mailtest.Cyrus, nil)
 	co := mailtest.StartIMAP(t, mailtest.Courier, nil)
@@ -83,11 +93,15 @@ func interopServers(t *testing.T) []interopServer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dm.Close() })
+	dmo := plainServer("demo", dm.IMAPAddr, demo.BobAddress, demo.BobPassword)
+	sh, sp, _ := strings.Cut(dm.SMTPAddr, ":")
+	dmo.smtp, dmo.organizer = []string{"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain"}, demo.AliceAddress
+	dmo.organizerDial = plainServer("demo", dm.IMAPAddr, demo.AliceAddress, demo.AlicePassword).dial
 	return []interopServer{
 		dovecot,
 		plainServer("cyrus", cy.Addr(), mailstack.ServerAlice, mailstack.ServerAlicePassword),
 		plainServer("courier", co.Addr(), mailstack.ServerAlice, mailstack.ServerAlicePassword),
-		plainServer("demo", dm.IMAPAddr, demo.BobAddress, demo.BobPassword),
+		dmo,
 	}
 }
 
@@ -114,7 +128,8 @@ type matrix struct {
 }
 
 func runMatrix(t *testing.T, srv interopServer) {
-	env := append(slices.Clone(srv.env), "MAILBOX_ACCESS=full", "SMTP_FROM_POLICY=any", "WAIT_RECHECK="+interopRecheck.String())
+	env := append(slices.Clone(srv.env), "MAILBOX_ACCESS=full", "SMTP_FROM_POLICY=any", "WAIT_RECHECK="+interopRecheck.String(), "AUTHSERV_ID="+interopAuthServID)
+	env = append(env, srv.smtp...)
 	m := &matrix{srv: srv, uids: map[string]imap.UID{}}
 	m.g = startGatewayEnv(t, env...)
 	m.g2 = startGatewayEnv(t, env...)
@@ -161,6 +176,12 @@ func runMatrix(t *testing.T, srv interopServer) {
 		{"agent_history", m.agentHistory},
 		{"agent_leave_conversation", m.agentLeave},
 		{"agent_prune", m.agentPrune},
+	}
+	if srv.smtp != nil {
+		steps = append(steps, []struct {
+			tool string
+			run  func(t *testing.T)
+		}{{"smtp_respond_invite", m.respondInvite}, {"mail_unsubscribe", m.unsubscribe}}...)
 	}
 	var right []string
 	var wrong []string
@@ -233,6 +254,7 @@ func (m *matrix) setup(t *testing.T) {
 	for _, f := range msgs {
 		m.uids[f.key] = appendUID(t, d, "INBOX", []byte(f.raw), nil, time.Time{})
 	}
+	m.setupMailWork(t, d)
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -413,6 +435,7 @@ func (m *matrix) read(t *testing.T) {
 	if f := flagsOfUID(t, m.srv.dial(t), "INBOX", m.uids["one"]); slices.Contains(f, `\seen`) {
 		t.Errorf("reading set \\Seen: %v", f)
 	}
+	m.readMailWork(t)
 }
 
 func (m *matrix) thread(t *testing.T) {

@@ -42,6 +42,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/unsubscribe"
 )
 
 const instructions = `This server gives access to one email mailbox over IMAP (and SMTP for sending when enabled).
@@ -113,6 +114,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
 		TLS: tlsConf, Timeout: cfg.IMAPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
 		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder, RecordsRoot: cfg.AgentsFolder, Observer: mailObserver(m),
+		AuthServIDs: cfg.AuthServIDs(),
 	}, pool.Config{
 		MaxTotal: cfg.MaxPoolSize, MaxPerGroup: cfg.MaxPoolPerUser, IdleTimeout: cfg.PoolIdleTime,
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second, Revalidate: cfg.PoolRevalidate,
@@ -121,7 +123,10 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	mb.SetWaitPoll(cfg.WaitPollInterval)
 	mb.SetWaitRecheck(cfg.WaitRecheck)
 
-	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
+	if cfg.EgressAllowPrivate {
+		log.Warn("EGRESS_ALLOW_PRIVATE=true: one-click unsubscribe may post to loopback and private addresses; this is for tests only, never for production")
+	}
+	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits, Unsubscribe: unsubscribePoster(cfg),
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
 		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
 		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, approval.Options{MaxPending: cfg.ApprovalMaxPending}), ApprovalTTL: cfg.ApprovalTTL}
@@ -258,6 +263,17 @@ func (p approverProviders) Buttons() []approval.ProviderButton {
 
 func (p approverProviders) Start(w http.ResponseWriter, r *http.Request, name, hint, returnTo string) {
 	p.as.StartIdentity(w, r, name, hint, returnTo)
+}
+
+// unsubscribePoster makes the one-click unsubscribe POSTs: public
+// addresses only, unless EGRESS_ALLOW_PRIVATE (tests) also lets them reach
+// loopback servers whose certificates MAIL_CA_FILE holds.
+func unsubscribePoster(cfg *config.Config) *unsubscribe.Poster {
+	c := unsubscribe.Config{AllowPrivate: cfg.EgressAllowPrivate}
+	if cfg.EgressAllowPrivate {
+		c.RootCAs, _ = cfg.LoadCAs() // checked at load
+	}
+	return unsubscribe.NewPoster(c)
 }
 
 // signInProviders are the providers the operator configured, in the order

@@ -64,12 +64,16 @@ type Config struct {
 	SentFolder         string   `env:"SENT_FOLDER" desc:"folder that receives the copy of sent mail; empty finds it (SPECIAL-USE \\Sent, then common names); none saves no copy (for servers that file sent mail themselves, such as Gmail)"`
 
 	MailboxAccess      string        `env:"MAILBOX_ACCESS" envDefault:"read" desc:"what the tools may change in a mailbox: read (look, mark what is read as seen, reply), organize (also flags, move, trash, folders, drafts) or full (also delete for good); a token can narrow it, never widen it"`
-	Approval           string        `env:"APPROVAL" envDefault:"off" desc:"what a person approves before it happens: off; send (every message that leaves: send, reply, forward, a draft sent); destructive (permanent deletion, deleting a folder, pruning agent mail); all (both). The client asks its user (MCP elicitation) where it can, else the tool answers with a link to an approval page; a token can ask for more, never less"`
+	Approval           string        `env:"APPROVAL" envDefault:"off" desc:"what a person approves before it happens: off; send (every message that leaves: send, reply, forward, a draft sent, a meeting answer, an unsubscribe); destructive (permanent deletion, deleting a folder, pruning agent mail); all (both). The client asks its user (MCP elicitation) where it can, else the tool answers with a link to an approval page; a token can ask for more, never less"`
 	ApprovalTTL        time.Duration `env:"APPROVAL_TTL" envDefault:"30m" desc:"how long an approval link (and the draft waiting behind it) stays valid; a form the client shows its user is valid for 5 minutes"`
 	ApprovalMaxPending int           `env:"APPROVAL_MAX_PENDING" envDefault:"20" desc:"how many approvals one mailbox may have waiting for a person's answer at a time (links and forms neither answered nor expired); past it the tool refuses with a sentence, for that mailbox only"`
 	Agents             string        `env:"AGENTS" envDefault:"on" desc:"on: the agent_ tools, for several agents working in one mailbox, each with a folder of its own under AGENTS_FOLDER; off removes them"`
 	AgentsFolder       string        `env:"AGENTS_FOLDER" envDefault:"Agents" desc:"the folder holding one folder per agent (Agents/backend, Agents/frontend), created on first use"`
 	PublicURL          string        `env:"PUBLIC_URL" desc:"the gateway's external base URL (https://mail-mcp.example.com), used in the attachment download links it hands out; empty derives it from each request's Host (and X-Forwarded-Proto from TRUSTED_PROXIES)"`
+
+	// Mail work (invitations, unsubscribe, sender verification).
+	AuthServID         []string `env:"AUTHSERV_ID" envSeparator:"," desc:"the authserv-id(s) of the operator's own receiving mail servers, comma-separated: imap_read_email trusts Authentication-Results (SPF, DKIM, DMARC) only from these, as anyone can write such a field under another name; mx.google.com for Gmail, microsoft-365 for Exchange Online (whose fields carry no id), *.domain for all of a domain's hosts, the AuthservID of OpenDKIM/OpenDMARC for your own server; empty: every sender is unverified (docs/sender-verification.md)"`
+	EgressAllowPrivate bool     `env:"EGRESS_ALLOW_PRIVATE" envDefault:"false" desc:"TESTS ONLY, never in production: true lets the one-click unsubscribe POST (mail_unsubscribe) go to loopback and private addresses and trust MAIL_CA_FILE's certificates, so that tests can post to a local HTTPS server; the gateway logs a warning at start when it is set"`
 
 	MailCAFile         string `env:"MAIL_CA_FILE" desc:"PEM file of extra CA certificates to trust for the IMAP and SMTP servers (self-signed servers)"`
 	AllowPlaintextAuth bool   `env:"ALLOW_PLAINTEXT_AUTH" envDefault:"false" desc:"allow sending passwords over an unencrypted mail connection (local development only)"`
@@ -391,6 +395,11 @@ func (c *Config) validate(vars map[string]string) []string {
 			bad("SMTP_ALLOWED_FROM", "expected addresses (alias@example.com) or domains (@example.com), got %q", a)
 		}
 	}
+	for _, id := range c.AuthServID {
+		if id = strings.TrimSpace(id); id == "" || len(id) > 253 || strings.ContainsAny(strings.TrimPrefix(id, "*."), " \t;()\"\\@/*\r\n\x00") {
+			bad("AUTHSERV_ID", "expected authserv-ids (host names such as mx.example.com, *.example.com for all of a domain's hosts, or microsoft-365) separated by commas, got %q", id)
+		}
+	}
 	if strings.ContainsAny(c.SentFolder, "\r\n\x00") {
 		bad("SENT_FOLDER", "must not contain line breaks or NUL")
 	}
@@ -513,6 +522,17 @@ func (c *Config) RedisCAs() (*x509.CertPool, error) {
 		return nil, nil
 	}
 	return loadCAs(c.RedisCAFile)
+}
+
+// AuthServIDs is AUTHSERV_ID as a list, without blanks.
+func (c *Config) AuthServIDs() []string {
+	var out []string
+	for _, id := range c.AuthServID {
+		if id = strings.TrimSpace(id); id != "" {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // PreviousKey returns the decoded ENCRYPTION_KEY_PREVIOUS, or nil. It is

@@ -15,8 +15,11 @@ import (
 	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/invite"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/senderauth"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/unsubscribe"
 )
 
 // Read limits.
@@ -88,6 +91,12 @@ type Message struct {
 	// PlainDiffers is set when the text/plain alternative says materially
 	// more than the HTML that text comes from (alternatives.go).
 	PlainDiffers *PlainDifference `json:"plain_differs,omitempty" desc:"set when the message's text/plain alternative, which mail programs do not show, says materially more than the HTML they show (and text holds)"`
+	// What Read learns beyond headers and text (mailwork.go).
+	Invite         *invite.Invite       `json:"invite,omitempty" desc:"the meeting invitation (or cancellation, update, answer) of the message's text/calendar part"`
+	Unsubscribe    *unsubscribe.Options `json:"unsubscribe,omitempty" desc:"how to leave the mailing list the message came from (List-Unsubscribe), and whether one-click unsubscribe applies"`
+	Authentication *senderauth.Result   `json:"authentication,omitempty" desc:"whether the sender is who the From address claims, from the Authentication-Results of the operator's own receiving server (AUTHSERV_ID) only"`
+	facts          []byte               // the header fields of factsSection
+	calendar       *calendarRef         // where the invitation is
 }
 
 // Read reads one message without changing it: EXAMINE and BODY.PEEK, so
@@ -128,9 +137,13 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 		if err != nil {
 			return err
 		}
+		readInvite(conn.client(), m, o.UID)
 		msg = m
 		return nil
 	})
+	if msg != nil {
+		c.judge(msg, creds)
+	}
 	return msg, err
 }
 
@@ -241,7 +254,7 @@ func startHeaderAndStructure(cl *imapclient.Client, uid uint32, guess bool) *ima
 // startHeadsAndStructures is startHeaderAndStructure for the messages of
 // set in one FETCH.
 func startHeadsAndStructures(cl *imapclient.Client, set imap.UIDSet, guess bool) *imapclient.FetchCommand {
-	sections := []*imap.FetchItemBodySection{referencesSection}
+	sections := []*imap.FetchItemBodySection{referencesSection, factsSection}
 	if guess {
 		sections = append(sections, guessSection)
 	}
@@ -288,6 +301,7 @@ func headerAndStructureOf(b *imapclient.FetchMessageBuffer, folder string) (*Mes
 		}
 	}
 	m.References = parseMsgIDs(string(b.FindBodySection(referencesSection)))
+	m.facts, m.calendar = b.FindBodySection(factsSection), calendarPartOf(b.BodyStructure)
 	if b.BodyStructure == nil {
 		return nil, nil, nil, mailerr.New(mailerr.Internal, "the mail server sent no body structure")
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/invite"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
@@ -243,7 +244,13 @@ func (o *Outbox) Reply(ctx context.Context, creds credentials.Credentials, r Rep
 	if err != nil {
 		return nil, err
 	}
-	res, err := o.deliver(ctx, creds, p.d, r.IdempotencyKey)
+	return o.sendAnswer(ctx, creds, p, r.IdempotencyKey)
+}
+
+// sendAnswer sends p, a planned answer to p.original (a reply, a meeting
+// answer), files the Sent copy and flags the original \Answered.
+func (o *Outbox) sendAnswer(ctx context.Context, creds credentials.Credentials, p *Planned, key string) (*Result, error) {
+	res, err := o.deliver(ctx, creds, p.d, key)
 	if err != nil || res.Duplicate {
 		return res, err // a duplicate's original was flagged by the send that went out
 	}
@@ -340,6 +347,9 @@ func (p *Planned) Draft() (mailbox.DraftRef, string) {
 
 // Summary is a planned message as a person reads it before it goes.
 type Summary struct {
+	// Title, when set, is what the message does in words, for a message
+	// that is more than a message: a meeting answer.
+	Title         string
 	From          string
 	To, Cc, Bcc   []string
 	ReplyTo       []string
@@ -379,6 +389,9 @@ func (p *Planned) Summary() Summary {
 	}
 	if p.draft != nil {
 		s.DraftUID = p.draft.UID
+	}
+	if d.Calendar != nil && strings.EqualFold(d.Calendar.Method, "REPLY") {
+		s.Title = invite.Title(d.Calendar.Data)
 	}
 	return s
 }

@@ -565,6 +565,9 @@ func (x *approver) Reject(ctx context.Context, l approval.Link) (string, error) 
 // program shows it (when it says anything the text does not), each file.
 func messagePreview(title string, s outbox.Summary) approval.Preview {
 	p := approval.Preview{Title: title}
+	if s.Title != "" {
+		p.Title = s.Title + "?" // what the message does: a meeting answer
+	}
 	add := func(name string, v ...string) {
 		if len(v) > 0 && strings.Join(v, "") != "" {
 			p.Fields = append(p.Fields, approval.Field{Name: name, Value: strings.Join(v, ", ")})

@@ -36,6 +36,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/unsubscribe"
 )
 
 // DefaultCallTimeout bounds one whole tool call when Deps.CallTimeout is 0.
@@ -75,6 +76,9 @@ type Deps struct {
 	Approval    access.Approval
 	Approvals   *approval.Approvals
 	ApprovalTTL time.Duration
+	// Unsubscribe makes mail_unsubscribe's one-click POSTs (nil: a
+	// Poster with the defaults: public addresses only).
+	Unsubscribe *unsubscribe.Poster
 }
 
 // operatorLevel is the most any caller may do here.
@@ -596,9 +600,11 @@ var catalog = []definition{
 	deleteFolder,
 	sendEmail,
 	replyEmail,
+	respondInvite,
 	forwardEmail,
 	saveDraft,
 	sendDraft,
+	mailUnsubscribe,
 	agentSend,
 	agentList,
 	agentSetStatus,
