@@ -22,7 +22,15 @@ require (
 	golang.org/x/time v0.16.0
 )
 
-require github.com/go-jose/go-jose/v4 v4.1.4
+require (
+	github.com/emersion/go-ical v0.0.0-20250329121855-f41e73efc392
+	github.com/emersion/go-msgauth v0.7.0
+	github.com/go-jose/go-jose/v4 v4.1.4
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/teambition/rrule-go v1.8.2
+)
+
+require go.uber.org/atomic v1.12.0 // indirect
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -33,9 +33,13 @@ step() { printf '\n==> %s\n' "$*"; }
 
 # --- system packages ----------------------------------------------------------
 MAIL_PKGS="dovecot-core dovecot-imapd dovecot-lmtpd postfix"
+# redis-server: the shared memories' tests (internal/memory) and several
+# gateway replicas sharing one (tests/replicas_test.go); each test starts
+# its own on a loopback port (internal/mailstack/redis.go).
+OTHER_PKGS="redis-server"
 missing_pkgs() {
   local p
-  for p in $MAIL_PKGS openssl python3 chromium; do  # chromium: the OAuth sign-in test (puppeteer-core)
+  for p in $MAIL_PKGS $OTHER_PKGS openssl python3 chromium; do  # chromium: the OAuth sign-in test (puppeteer-core)
     dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || printf '%s ' "$p"
   done
   # go test -race needs cgo, hence a C compiler
@@ -132,6 +136,15 @@ if command -v npm >/dev/null && command -v node >/dev/null; then
     else
       echo "ok ($(tests/clients/node22/node_modules/.bin/node --version))"
     fi
+  fi
+  # Calendar material of tests/invite_test.go: invitations made by
+  # ical-generator, answers parsed by node-ical (run on the Node 22 above).
+  step "npm ci (tests/clients/calendar: ical-generator, node-ical)"
+  if ! (cd tests/clients/calendar && npm ci --no-audit --no-fund --loglevel=error); then
+    echo "FAIL: npm ci in tests/clients/calendar"
+    npm_failed=1
+  else
+    echo "ok"
   fi
   # The real-mail corpus of tests/corpus_test.go (Foundation, mailgen, React
   # Email, MJML, rendered and read in Chromium): its own directory, run on

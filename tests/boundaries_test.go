@@ -52,6 +52,10 @@ func TestPackageBoundaries(t *testing.T) {
 		{"internal/providers", []string{mcp, imap, smtp, module + "/"}, "provider sign-in knows OpenID and OAuth, nothing of mail or the gateway"},
 		{"internal/approval", []string{mcp, imap, smtp, module + "/internal/tools", module + "/internal/mailbox", module + "/internal/outbox"}, "approval seals, guards and shows; what an approved call does is the tools' business"},
 		{"internal/egress", []string{mcp, imap, smtp, module + "/"}, "the outbound address check knows nothing of the gateway: any package that dials for a caller uses it"},
+		{"internal/memory", []string{mcp, imap, smtp, module + "/"}, "the shared memories know nothing of the gateway: oauth, approval and guard name them and use them"},
+		{"internal/invite", []string{mcp, imap, smtp, module + "/internal/mailbox", module + "/internal/outbox", module + "/internal/tools"}, "invitations are read and written from bytes: no I/O"},
+		{"internal/senderauth", []string{mcp, imap, smtp, module + "/internal/mailbox", module + "/internal/tools"}, "sender verification judges header values: no I/O"},
+		{"internal/unsubscribe", []string{mcp, imap, smtp, module + "/internal/mailbox", module + "/internal/outbox", module + "/internal/tools"}, "unsubscribe reads list headers and posts through egress; sending mail is the outbox's"},
 	}
 	for _, r := range rules {
 		imports := packageImports(t, r.pkg)

@@ -43,7 +43,7 @@ import (
 
 // defaultTools is what the gateway lists with SMTP configured, at the
 // default access level (read).
-var defaultTools = slices.Concat(readTools, []string{"imap_get_attachment", "smtp_send_email", "smtp_reply_email", "smtp_forward_email"}, agentTools)
+var defaultTools = slices.Concat(readTools, []string{"imap_get_attachment", "smtp_send_email", "smtp_reply_email", "smtp_respond_invite", "smtp_forward_email", "mail_unsubscribe"}, agentTools)
 
 // agentTools are the agent_ tools at the default access level (AGENTS=on).
 var agentTools = []string{"agent_send", "agent_list", "agent_set_status", "agent_create_conversation", "agent_list_conversations",

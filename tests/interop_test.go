@@ -1,6 +1,8 @@
 package tests
 
-// The interop matrix: every tool that needs no SMTP, called through the
+// The interop matrix: every tool that needs no SMTP (and where SMTP exists,
+// Dovecot with Postfix and the demo, the mail-work tools that send:
+// interop_mailwork_test.go), called through the
 // gateway against Dovecot, Cyrus IMAP 3.6 and Courier IMAP 5.0 (each as
 // Debian configures it: scripts/imapservers.sh) and the in-memory demo
 // server, each result compared with what the server holds as a plain
@@ -39,6 +41,12 @@ type interopServer struct {
 	user, pass string
 	env        []string // the gateway's IMAP_* settings
 	dial       func(t testing.TB) *imapclient.Client
+	// Where SMTP exists (Dovecot with Postfix, the demo): the gateway's
+	// SMTP_* settings, and a mailbox on the same server that answers to
+	// invitations and unsubscribe messages reach (interop_mailwork_test.go).
+	smtp          []string
+	organizer     string
+	organizerDial func(t testing.TB) *imapclient.Client
 }
 
 // interopRecheck is WAIT_RECHECK in the matrix: a wait must wake within it
@@ -83,7 +91,8 @@ const interopUsers = 6
 // interopKinds starts the four servers of the matrix.
 func interopKinds(t *testing.T) []interopKind {
 	t.Helper()
-	dovecotUsers := map[string]string{}
+	const organizer = "organizer@example.test"
+	dovecotUsers := map[string]string{organizer: "organizer-pw-1"}
 	for i := range interopUsers {
 		dovecotUsers[fmt.Sprintf("interop%d@example.test", i)] = fmt.Sprintf("interop-pw-%d", i)
 	}
@@ -117,6 +126,8 @@ func interopKinds(t *testing.T) []interopKind {
 			name: "dovecot", user: user, pass: pass,
 			env:  []string{"IMAP_HOST=127.0.0.1", "IMAP_PORT=" + strconv.Itoa(st.IMAPSPort), "MAIL_CA_FILE=" + st.CAFile},
 			dial: func(t testing.TB) *imapclient.Client { return direct(t, st, user) },
+			smtp: smtpEnv(st), organizer: organizer,
+			organizerDial: func(t testing.TB) *imapclient.Client { return direct(t, st, organizer) },
 		}
 	}
 	named := func(prefix, pw string) func(i int) (string, string) {
@@ -135,6 +146,11 @@ func interopKinds(t *testing.T) []interopKind {
 			all := []interopServer{
 				plainServer("demo", dm.IMAPAddr, demo.BobAddress, demo.BobPassword),
 				plainServer("demo", dm.IMAPAddr, demo.AliceAddress, demo.AlicePassword),
+			}
+			sh, sp, _ := strings.Cut(dm.SMTPAddr, ":")
+			for i := range all {
+				all[i].smtp, all[i].organizer = []string{"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain"}, demo.AliceAddress
+				all[i].organizerDial = plainServer("demo", dm.IMAPAddr, demo.AliceAddress, demo.AlicePassword).dial
 			}
 			return all[:n]
 		}},
@@ -225,8 +241,16 @@ var matrixSteps = []matrixStep{
 	{"agent_history", (*matrix).agentHistory},
 	{"agent_leave_conversation", (*matrix).agentLeave},
 	{"agent_prune", (*matrix).agentPrune},
-	{"errors_say_what_the_server_said", (*matrix).errors},
 }
+
+// matrixSMTPSteps run where the server has SMTP (Dovecot, the demo).
+var matrixSMTPSteps = []matrixStep{
+	{"smtp_respond_invite", (*matrix).respondInvite},
+	{"mail_unsubscribe", (*matrix).unsubscribe},
+}
+
+// errorsStep closes every run; it is not a tool of its own.
+var errorsStep = matrixStep{"errors_say_what_the_server_said", (*matrix).errors}
 
 // runMode runs every step for the mode's users on server kind k.
 func runMode(t *testing.T, k interopKind, mode string) {
@@ -235,7 +259,13 @@ func runMode(t *testing.T, k interopKind, mode string) {
 		n = 2
 	}
 	users := k.users(t, n)
-	env := append(slices.Clone(users[0].env), "MAILBOX_ACCESS=full", "SMTP_FROM_POLICY=any", "WAIT_RECHECK="+interopRecheck.String())
+	env := append(slices.Clone(users[0].env), "MAILBOX_ACCESS=full", "SMTP_FROM_POLICY=any", "WAIT_RECHECK="+interopRecheck.String(), "AUTHSERV_ID="+interopAuthServID)
+	env = append(env, users[0].smtp...)
+	steps := slices.Clone(matrixSteps)
+	if users[0].smtp != nil {
+		steps = append(steps, matrixSMTPSteps...)
+	}
+	steps = append(steps, errorsStep)
 	if mode == "idle" {
 		env = append(env, "POOL_IDLE_TIMEOUT="+interopIdle.String())
 	}
@@ -273,7 +303,7 @@ func runMode(t *testing.T, k interopKind, mode string) {
 	}
 	right := map[string]bool{}
 	wrong := map[string]bool{}
-	for _, s := range matrixSteps {
+	for _, s := range steps {
 		for i, m := range ms {
 			name := s.tool
 			if len(ms) > 1 {
@@ -285,7 +315,7 @@ func runMode(t *testing.T, k interopKind, mode string) {
 				}
 				s.run(m, t)
 			})
-			if s.tool == "errors_say_what_the_server_said" {
+			if s.tool == errorsStep.tool {
 				continue
 			}
 			if ok && !wrong[s.tool] {
@@ -296,7 +326,7 @@ func runMode(t *testing.T, k interopKind, mode string) {
 			}
 		}
 	}
-	tools := len(matrixSteps) - 1
+	tools := len(steps) - 1
 	t.Run(fmt.Sprintf("%d_of_%d_tools_right", len(right), tools), func(t *testing.T) {
 		if len(wrong) > 0 {
 			var names []string
@@ -403,6 +433,7 @@ func (m *matrix) setup(t *testing.T) {
 	for _, f := range msgs {
 		m.uids[f.key] = appendUID(t, d, "INBOX", []byte(f.raw), nil, time.Time{})
 	}
+	m.setupMailWork(t, d)
 }
 
 func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
@@ -583,6 +614,7 @@ func (m *matrix) read(t *testing.T) {
 	if f := flagsOfUID(t, m.srv.dial(t), "INBOX", m.uids["one"]); slices.Contains(f, `\seen`) {
 		t.Errorf("reading set \\Seen: %v", f)
 	}
+	m.readMailWork(t)
 }
 
 func (m *matrix) thread(t *testing.T) {

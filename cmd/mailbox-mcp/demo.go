@@ -58,6 +58,7 @@ encryption key is ephemeral.`, stderr)
 		"IMAP_HOST=" + imapHost, "IMAP_PORT=" + imapPort, "IMAP_SECURITY=plain",
 		"SMTP_HOST=" + smtpHost, "SMTP_PORT=" + smtpPort, "SMTP_SECURITY=plain",
 		"ALLOW_PLAINTEXT_AUTH=true", "ENCRYPTION_KEY=" + keyHex, "BIND_ADDRESS=127.0.0.1",
+		"AUTHSERV_ID=" + demo.AuthServID,
 	}
 	if previous != nil {
 		overrides = append(overrides, "ENCRYPTION_KEY_PREVIOUS="+hex.EncodeToString(previous))

@@ -35,6 +35,8 @@ var need = map[string]struct {
 	"smtp_send_email":           {access.Read, true},
 	"smtp_reply_email":          {access.Read, true},
 	"smtp_forward_email":        {access.Read, true},
+	"smtp_respond_invite":       {access.Read, true},
+	"mail_unsubscribe":          {access.Read, true},
 	"imap_set_flags":            {access.Organize, false},
 	"imap_move_emails":          {access.Organize, false},
 	"imap_trash_emails":         {access.Organize, false},

@@ -30,6 +30,8 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/hosts"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/httpapi"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/oauth"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
@@ -40,6 +42,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/unsubscribe"
 )
 
 const instructions = `This server gives access to one email mailbox over IMAP (and SMTP for sending when enabled).
@@ -56,6 +59,7 @@ type App struct {
 	tools   []tools.Tool
 	handler http.Handler
 	metrics *metrics.Metrics // nil without METRICS_ADDR
+	memory  memory.Store     // the shared memories (REDIS_URL), or this process's
 }
 
 // New builds the gateway from cfg.
@@ -83,6 +87,20 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg)
+	// The memories that make codes, refresh tokens and approvals
+	// single-use, and limits count, across replicas (REDIS_URL).
+	// TODO(issue 38, phase 2): guard.Config, approval.New and oauth.Config
+	// take it, in place of their own in-process maps.
+	mem, err := newMemory(cfg, log, m)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			mem.Close()
+		}
+	}()
 	signIn := signInProviders(cfg)
 	mailHosts, err := servedHosts(cfg, tlsConf, signIn)
 	if err != nil {
@@ -96,6 +114,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
 		TLS: tlsConf, Timeout: cfg.IMAPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
 		Guard: limits, TrashFolder: cfg.TrashFolder, DraftsFolder: cfg.DraftsFolder, RecordsRoot: cfg.AgentsFolder, Observer: mailObserver(m),
+		AuthServIDs: cfg.AuthServIDs(),
 	}, pool.Config{
 		MaxTotal: cfg.MaxPoolSize, MaxPerGroup: cfg.MaxPoolPerUser, IdleTimeout: cfg.PoolIdleTime,
 		MaxLifetime: time.Hour, CheckAfter: 5 * time.Second, Revalidate: cfg.PoolRevalidate,
@@ -104,10 +123,13 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	mb.SetWaitPoll(cfg.WaitPollInterval)
 	mb.SetWaitRecheck(cfg.WaitRecheck)
 
-	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
+	if cfg.EgressAllowPrivate {
+		log.Warn("EGRESS_ALLOW_PRIVATE=true: one-click unsubscribe may post to loopback and private addresses; this is for tests only, never for production")
+	}
+	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits, Unsubscribe: unsubscribePoster(cfg),
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
 		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
-		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, nil), ApprovalTTL: cfg.ApprovalTTL}
+		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, approval.Options{MaxPending: cfg.ApprovalMaxPending}), ApprovalTTL: cfg.ApprovalTTL}
 	var sub *submission.Client
 	if cfg.SMTPEnabled() || providersSend(signIn) {
 		smtp := submission.Config{Timeout: cfg.SMTPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
@@ -172,15 +194,29 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		server.WithDisableLocalhostProtection(true),
 		server.WithStreamableHTTPLogger(log.With("component", "mcp")),
 	)
+	// The approval page: it shows nothing, and takes no answer, but to the
+	// person signed in as the mailbox, with its password (a real login,
+	// limited as the sign-in page's are) or at its provider.
+	pageCfg := approval.PageConfig{Approvals: deps.Approvals, Exec: tools.Approver(deps, toolset), Log: log,
+		Secure: strings.HasPrefix(cfg.PublicURL, "https://"), Password: approverPassword(limits, mb)}
 	// The gateway as its own OAuth authorization server (PUBLIC_URL, OAUTH=on).
 	var signInServer httpapi.OAuth
+	var page *approval.Page
 	if cfg.OAuthEnabled() {
-		signInServer = oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
+		as := oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
 			Operator: cfg.Access(), AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, Logger: log,
 			Observe: m.OAuth, SMTP: smtpVerifier(sub), Guard: limits,
 			MaxGrants: cfg.OAuthMaxGrants, GrantsPerAccount: cfg.OAuthGrantsPerAccount,
-			Providers: signIn, Hosts: mailHosts})
+			Providers: signIn, Hosts: mailHosts,
+			Identified: func(w http.ResponseWriter, r *http.Request, who credentials.Credentials, returnTo string) {
+				page.Identified(w, r, who, returnTo)
+			}})
+		signInServer = as
+		if len(signIn) > 0 {
+			pageCfg.Providers = approverProviders{as}
+		}
 	}
+	page = approval.NewPage(pageCfg)
 	handler := httpapi.New(httpapi.Options{
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,
 		MaxRequestBytes: cfg.MaxRequestBytes, Logger: log,
@@ -193,10 +229,51 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		// The approval page is always there (a token may ask for approval
 		// when the operator does not); earlier-protocol clients get a
 		// session that says they can show forms only under APPROVAL.
-		Approval:  approval.NewPage(deps.Approvals, tools.Approver(deps, toolset), log),
-		Approvals: sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
+		Approval:     page,
+		Approvals:    sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
+		Dependencies: memoryHealth(mem),
 	}, tools.RPCErrors(streamable))
-	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m}, nil
+	ok = true
+	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m, memory: mem}, nil
+}
+
+// approverPassword checks a password on the approval page: a real login at
+// the mail server, limited per client address and per account as the
+// sign-in page's are (and by the mail layer's back-off after failures).
+func approverPassword(limits *guard.Guard, mb *mailbox.Client) func(context.Context, credentials.Credentials) error {
+	return func(ctx context.Context, creds credentials.Credentials) error {
+		if wait := max(limits.AllowSignInFrom(ctx), limits.AllowSignInAs(creds.User)); wait > 0 {
+			return mailerr.Newf(mailerr.RateLimited, "too many sign-in attempts for this mailbox or from your network: wait %d seconds and try again", int(wait.Seconds()+0.999))
+		}
+		return mb.Verify(ctx, creds)
+	}
+}
+
+// approverProviders offers the sign-in server's providers on the approval
+// page.
+type approverProviders struct{ as *oauth.Server }
+
+func (p approverProviders) Buttons() []approval.ProviderButton {
+	var out []approval.ProviderButton
+	for _, b := range p.as.ProviderButtons() {
+		out = append(out, approval.ProviderButton{Name: b.Name, Display: b.Display})
+	}
+	return out
+}
+
+func (p approverProviders) Start(w http.ResponseWriter, r *http.Request, name, hint, returnTo string) {
+	p.as.StartIdentity(w, r, name, hint, returnTo)
+}
+
+// unsubscribePoster makes the one-click unsubscribe POSTs: public
+// addresses only, unless EGRESS_ALLOW_PRIVATE (tests) also lets them reach
+// loopback servers whose certificates MAIL_CA_FILE holds.
+func unsubscribePoster(cfg *config.Config) *unsubscribe.Poster {
+	c := unsubscribe.Config{AllowPrivate: cfg.EgressAllowPrivate}
+	if cfg.EgressAllowPrivate {
+		c.RootCAs, _ = cfg.LoadCAs() // checked at load
+	}
+	return unsubscribe.NewPoster(c)
 }
 
 // signInProviders are the providers the operator configured, in the order
@@ -301,6 +378,10 @@ func sessionsFor(policy access.Approval, a *approval.Approvals) *approval.Approv
 	return a
 }
 
+// Memory is the store of the shared memories (tests, and phase 2's
+// wiring of oauth, approval and guard).
+func (a *App) Memory() memory.Store { return a.memory }
+
 // PoolStats reports the IMAP connection pool's counters.
 func (a *App) PoolStats() pool.Stats { return a.mailbox.Stats() }
 
@@ -354,7 +435,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		defer stopMetrics()
 	}
 	a.log.Info("listening", "addr", ln.Addr().String(), "imap", net.JoinHostPort(a.cfg.IMAPHost, fmt.Sprint(a.cfg.IMAPPort)),
-		"imap_security", string(a.cfg.IMAPMode()), "smtp_enabled", a.cfg.SMTPEnabled(), "version", buildinfo.Version())
+		"imap_security", string(a.cfg.IMAPMode()), "smtp_enabled", a.cfg.SMTPEnabled(), "version", buildinfo.Version(),
+		"shared_memory", memoryName(a.memory))
 
 	var serveErr error
 	select {
@@ -375,6 +457,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	a.mailbox.Close(cctx)
+	a.memory.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}

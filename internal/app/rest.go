@@ -23,6 +23,8 @@ var restRoutes = []rest.Route{
 	{Method: http.MethodGet, Path: "/v1/emails/{uid}/attachments/{part_id}", Tools: []string{"imap_get_attachment"}, Summary: "One attachment: its details, and a download link when it is large"},
 	{Method: http.MethodGet, Path: "/v1/folders", Tools: []string{"imap_list_folders"}, Summary: "List the folders"},
 	{Method: http.MethodPost, Path: "/v1/forward", Tools: []string{"smtp_forward_email"}, Summary: "Forward an email"},
+	{Method: http.MethodPost, Path: "/v1/emails/{uid}/invite-response", Tools: []string{"smtp_respond_invite"}, Summary: "Answer a meeting invitation: accept, decline or tentative"},
+	{Method: http.MethodPost, Path: "/v1/emails/{uid}/unsubscribe", Tools: []string{"mail_unsubscribe"}, Summary: "Leave the mailing list a message came from"},
 	// Changes: offered only at the access level each tool needs.
 	{Method: http.MethodPost, Path: "/v1/emails/flags", Tools: []string{"imap_set_flags"}, Summary: "Add or remove flags and keywords"},
 	{Method: http.MethodPost, Path: "/v1/emails/move", Tools: []string{"imap_move_emails"}, Summary: "Move messages to another folder"},

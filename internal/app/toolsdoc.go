@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"regexp"
 	"strings"
@@ -35,7 +36,7 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 	cfg, err := config.FromEnv([]string{
 		"IMAP_HOST=" + ih, "IMAP_PORT=" + ip, "IMAP_SECURITY=plain",
 		"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true",
-		"ENCRYPTION_KEY=" + strings.Repeat("0", 64), "MAILBOX_ACCESS=full",
+		"ENCRYPTION_KEY=" + strings.Repeat("0", 64), "MAILBOX_ACCESS=full", "AUTHSERV_ID=" + demo.AuthServID,
 	})
 	if err != nil {
 		return nil, err
@@ -58,12 +59,26 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	uids := map[string]uint32{"imap_get_attachment": pdf}
+	invitation, err := demoUID(srv, user.Address, demo.FolderInbox, demo.TagCalendar)
+	if err != nil {
+		return nil, err
+	}
+	newsletter, err := demoUID(srv, user.Address, demo.FolderInbox, demo.TagHTMLOnly)
+	if err != nil {
+		return nil, err
+	}
+	uids := map[string]uint32{"imap_get_attachment": pdf, "smtp_respond_invite": invitation, "mail_unsubscribe": newsletter}
+	// Further examples: a read shows an invitation, and a newsletter's
+	// unsubscribe options and sender verification.
+	more := map[string][]struct {
+		title string
+		uid   uint32
+	}{"imap_read_email": {{"an invitation (`invite`), signed by its calendar service (`authentication`)", invitation}, {"a newsletter: how to leave its list (`unsubscribe`)", newsletter}}}
 	// The agent_ tools are called as the agent "backend"; a
 	// "conversation" is the one the example before started.
 	agentCtx := credentials.NewAgentContext(ctx, "backend")
 	var conversation string
-	examples := map[string]tools.Example{}
+	examples := map[string][]tools.Example{}
 	for _, t := range a.tools {
 		if t.Example == nil {
 			continue
@@ -98,8 +113,19 @@ func ToolsDoc(ctx context.Context) ([]byte, error) {
 		if m, ok := steady(res.StructuredContent, false).(map[string]any); ok && t.Def.Name == "agent_create_conversation" {
 			conversation, _ = m["conversation"].(string)
 		}
-		generated := strings.HasPrefix(t.Def.Name, "smtp_") || t.Def.Name == "imap_save_draft" || strings.HasPrefix(t.Def.Name, "agent_")
-		examples[t.Def.Name] = tools.Example{Args: args, Result: steady(res.StructuredContent, generated)}
+		generated := strings.HasPrefix(t.Def.Name, "smtp_") || t.Def.Name == "imap_save_draft" || strings.HasPrefix(t.Def.Name, "agent_") || t.Def.Name == "mail_unsubscribe"
+		examples[t.Def.Name] = []tools.Example{{Args: args, Result: steady(res.StructuredContent, generated)}}
+		for _, m := range more[t.Def.Name] {
+			margs := maps.Clone(args)
+			margs["uid"] = m.uid
+			margs["max_chars"] = 50 // before the invitation's date, which counts from the demo's start
+			req.Params.Arguments = margs
+			res, err := t.Handler(callCtx, req)
+			if err != nil || res.IsError {
+				return nil, fmt.Errorf("example call of %s failed: %v %v", t.Def.Name, err, res)
+			}
+			examples[t.Def.Name] = append(examples[t.Def.Name], tools.Example{Title: m.title, Args: margs, Result: steady(res.StructuredContent, generated)})
+		}
 	}
 	// A conversation id is random, and appears in arguments and results.
 	return conversationID.ReplaceAll(tools.Markdown(a.tools, examples), []byte("conv-exampleexample2")), nil
@@ -124,7 +150,10 @@ func demoUID(srv *demo.Server, user, folder, tag string) (uint32, error) {
 }
 
 // steadyValues replace what differs between two runs of the same call.
+// (An invitation's times count from the demo's start.)
 var steadyValues = map[string]any{
+	"start": "2026-03-04T09:00:00Z", "end": "2026-03-04T10:00:00Z", "start_utc": "2026-03-04T09:00:00Z", "end_utc": "2026-03-04T10:00:00Z",
+	"when": "Wed 4 Mar 2026, 09:00–10:00 UTC", "recurrence": "every week on Wednesday, 4 times",
 	"date": "2026-03-02T09:15:00Z", "oldest_unread_at": "2026-03-01T08:00:00Z", "newest_at": "2026-03-02T09:15:00Z", "marker": "MAIL-EXAMPLEMARKER", "token": "mbx1.AAAA…",
 	"key_id": "1a2b3c4d", "uid_validity": 1712345678, "last_activity": "2026-03-02T09:15:00Z", "updated_at": "2026-03-02T09:15:00Z", "before": "2026-01-31T00:00:00Z", "next_cursor": "eyJ2IjoxLCJmIjoiSU5CT1gi…",
 }

@@ -321,6 +321,9 @@ type msg struct {
 	replyTo string // tag of the message this one answers (same thread)
 	flags   []string
 	extra   []field // more header fields, already encoded
+	// authres are Authentication-Results values, written first, as the
+	// receiving server prepends them.
+	authres []string
 	body    *entity
 }
 
@@ -337,6 +340,9 @@ func messageID(tag string, from addr) string {
 // References list (oldest first); its last entry becomes In-Reply-To.
 func (m *msg) render(date time.Time, id string, refs []string) []byte {
 	var b bytes.Buffer
+	for _, v := range m.authres {
+		writeField(&b, "Authentication-Results", v)
+	}
 	writeField(&b, "Date", date.Format(time.RFC1123Z))
 	writeField(&b, "From", formatAddr(m.charset, m.from))
 	if len(m.to) > 0 {

@@ -89,6 +89,13 @@ const (
 	BobPassword   = "demo-bob"
 )
 
+// AuthServID is the authserv-id of the demo's "receiving server": the
+// Authentication-Results fields the seeded messages carry under this name
+// are what a real receiving server would have added (the demo runs the
+// gateway with AUTHSERV_ID set to it); one message carries a forged field
+// under another name too.
+const AuthServID = "mx.demo.test"
+
 // Folder names, as the IMAP client sees them after modified UTF-7 decoding.
 // The hierarchy delimiter is "/".
 const (

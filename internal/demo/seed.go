@@ -186,52 +186,61 @@ func fill(acct *account, msgs []msg, now time.Time) ([]Message, error) {
 
 // Flag sets.
 var (
-	unread          = []string(nil)
-	seen            = []string{`\Seen`}
-	unreadFlagged   = []string{`\Flagged`}
-	seenFlagged     = []string{`\Seen`, `\Flagged`}
-	seenAnswered    = []string{`\Seen`, `\Answered`}
-	draft           = []string{`\Seen`, `\Draft`}
-	minute, hour    = time.Minute, time.Hour
-	day             = 24 * time.Hour
-	cet             = time.FixedZone("CET", 1*3600)
-	cest            = time.FixedZone("CEST", 2*3600)
-	eastern         = time.FixedZone("EST", -5*3600)
-	pacific         = time.FixedZone("PST", -8*3600)
-	jst             = time.FixedZone("JST", 9*3600)
-	msk             = time.FixedZone("MSK", 3*3600)
-	ist             = time.FixedZone("IST", 5*3600+1800)
-	utc             = time.UTC
-	alice           = addr{"Alice Martin", AliceAddress}
-	bob             = addr{"Bob Keller", BobAddress}
-	priya           = addr{"Priya Natarajan", "priya.natarajan@example.com"}
-	marco           = addr{"Marco Rossi", "marco.rossi@example.com"}
-	jonas           = addr{"Jonas Becker", "jonas.becker@example.org"}
-	liwei           = addr{"Li Wei", "li.wei@example.org"}
-	devteam         = addr{"Dev Team", "dev-team@example.org"}
-	tom             = addr{"Tom Fischer", "tom.fischer@example.org"}
-	weiss           = addr{"Jürgen Weiß", "j.weiss@example.org"}
-	yamada          = addr{"山田 太郎", "t.yamada@example.com"}
-	ivanov          = addr{"Дмитрий Иванов", "d.ivanov@example.org"}
-	dubois          = addr{"Claire Dubois", "claire.dubois@example.org"}
-	nowak           = addr{"Marta Nowak", "marta.nowak@example.org"}
-	sabine          = addr{"Sabine Hoffmann", "s.hoffmann@example.org"}
-	nina            = addr{"Nina Schulz", "nina.schulz@example.com"}
-	weekly          = addr{"Example Weekly", "news@example.org"}
-	shop            = addr{"Example Shop", "orders@shop.example.com"}
-	people          = addr{"People Team", "people@example.com"}
-	calendarBot     = addr{"Example Calendar", "calendar-notification@example.com"}
-	codehost        = addr{"Dana Lee (CodeHost)", "notifications@code.example.org"}
-	codehostSec     = addr{"CodeHost", "security@code.example.org"}
-	bank            = addr{"Example Bank", "no-reply@bank.example.com"}
-	airline         = addr{"Example Air", "booking@air.example.com"}
-	gophers         = addr{"Sam Okafor via gophers", "gophers@lists.example.org"}
-	helpdesk        = addr{"IT Service Desk", "helpdesk@example.net"}
-	conf            = addr{"Example Conf Program Committee", "program@conf.example.org"}
-	petra           = addr{"Petra Lang", "p.lang@example.com"}
-	hosting         = addr{"Example Hosting", "billing@hosting.example.com"}
-	taxi            = addr{"Example Taxi", "receipts@taxi.example.com"}
-	listFields      = []field{{"List-Id", "gophers <gophers.lists.example.org>"}, {"List-Unsubscribe", "<mailto:gophers+unsubscribe@lists.example.org>"}, {"Precedence", "list"}}
+	unread        = []string(nil)
+	seen          = []string{`\Seen`}
+	unreadFlagged = []string{`\Flagged`}
+	seenFlagged   = []string{`\Seen`, `\Flagged`}
+	seenAnswered  = []string{`\Seen`, `\Answered`}
+	draft         = []string{`\Seen`, `\Draft`}
+	minute, hour  = time.Minute, time.Hour
+	day           = 24 * time.Hour
+	cet           = time.FixedZone("CET", 1*3600)
+	cest          = time.FixedZone("CEST", 2*3600)
+	eastern       = time.FixedZone("EST", -5*3600)
+	pacific       = time.FixedZone("PST", -8*3600)
+	jst           = time.FixedZone("JST", 9*3600)
+	msk           = time.FixedZone("MSK", 3*3600)
+	ist           = time.FixedZone("IST", 5*3600+1800)
+	utc           = time.UTC
+	alice         = addr{"Alice Martin", AliceAddress}
+	bob           = addr{"Bob Keller", BobAddress}
+	priya         = addr{"Priya Natarajan", "priya.natarajan@example.com"}
+	marco         = addr{"Marco Rossi", "marco.rossi@example.com"}
+	jonas         = addr{"Jonas Becker", "jonas.becker@example.org"}
+	liwei         = addr{"Li Wei", "li.wei@example.org"}
+	devteam       = addr{"Dev Team", "dev-team@example.org"}
+	tom           = addr{"Tom Fischer", "tom.fischer@example.org"}
+	weiss         = addr{"Jürgen Weiß", "j.weiss@example.org"}
+	yamada        = addr{"山田 太郎", "t.yamada@example.com"}
+	ivanov        = addr{"Дмитрий Иванов", "d.ivanov@example.org"}
+	dubois        = addr{"Claire Dubois", "claire.dubois@example.org"}
+	nowak         = addr{"Marta Nowak", "marta.nowak@example.org"}
+	sabine        = addr{"Sabine Hoffmann", "s.hoffmann@example.org"}
+	nina          = addr{"Nina Schulz", "nina.schulz@example.com"}
+	weekly        = addr{"Example Weekly", "news@example.org"}
+	shop          = addr{"Example Shop", "orders@shop.example.com"}
+	people        = addr{"People Team", "people@example.com"}
+	calendarBot   = addr{"Example Calendar", "calendar-notification@example.com"}
+	codehost      = addr{"Dana Lee (CodeHost)", "notifications@code.example.org"}
+	codehostSec   = addr{"CodeHost", "security@code.example.org"}
+	bank          = addr{"Example Bank", "no-reply@bank.example.com"}
+	airline       = addr{"Example Air", "booking@air.example.com"}
+	gophers       = addr{"Sam Okafor via gophers", "gophers@lists.example.org"}
+	helpdesk      = addr{"IT Service Desk", "helpdesk@example.net"}
+	conf          = addr{"Example Conf Program Committee", "program@conf.example.org"}
+	petra         = addr{"Petra Lang", "p.lang@example.com"}
+	hosting       = addr{"Example Hosting", "billing@hosting.example.com"}
+	taxi          = addr{"Example Taxi", "receipts@taxi.example.com"}
+	listFields    = []field{{"List-Id", "gophers <gophers.lists.example.org>"}, {"List-Unsubscribe", "<mailto:gophers+unsubscribe@lists.example.org>"}, {"Precedence", "list"}}
+	// Authentication-Results the demo's receiving server (AuthServID)
+	// wrote: a shop and a newsletter that pass, an invitation signed by
+	// its calendar service, and a phishing message that fails, carrying a
+	// forged field under another name as well.
+	shopAuth       = []string{AuthServID + "; spf=pass smtp.mailfrom=bounces.shop.example.com; dkim=pass (2048-bit key) header.d=shop.example.com; dmarc=pass (p=reject) header.from=shop.example.com"}
+	newsletterAuth = []string{AuthServID + "; spf=pass smtp.mailfrom=mailer.example.net; dkim=pass header.d=example.org; dmarc=pass header.from=example.org"}
+	calendarAuth   = []string{AuthServID + "; spf=pass smtp.mailfrom=example.com; dkim=pass header.d=example.com; dmarc=pass header.from=example.com"}
+	phishingAuth   = []string{AuthServID + "; spf=fail (" + AuthServID + ": 203.0.113.7 is not allowed to send for example.net) smtp.mailfrom=example.net; dkim=none; dmarc=fail (p=quarantine) header.from=example.net",
+		"mx.example.net; spf=pass smtp.mailfrom=example.net; dkim=pass header.d=example.net; dmarc=pass header.from=example.net"}
 	newsletterField = []field{{"List-Unsubscribe", "<https://example.org/unsubscribe?u=alice>, <mailto:unsubscribe@example.org>"}, {"List-Unsubscribe-Post", "List-Unsubscribe=One-Click"}}
 )
 
@@ -246,13 +255,13 @@ func aliceMessages(now time.Time) []msg {
 			subject: "Re: Q3 roadmap review", replyTo: "roadmap-3", flags: unread,
 			body: plain("Thanks both! I've put search at four weeks and moved attachment previews to Q4. The updated plan is in the team folder.\n\nSee you Thursday,\nPriya\n\nMarco Rossi <marco.rossi@example.com> wrote:\n> Pooling: agreed, two weeks. For search I'd rather say four: we need\n> a fallback for servers without ESEARCH, and that takes time to test.")},
 		{tag: TagInjection, folder: FolderInbox, age: 1*hour + 30*minute, zone: utc, from: helpdesk, to: []addr{alice},
-			subject: "Action required: your mailbox is almost full", flags: unread,
+			subject: "Action required: your mailbox is almost full", flags: unread, authres: phishingAuth,
 			body: mixed(
 				alternative(injectionText, injectionHTML),
 				attachment("application/octet-stream", "quota_report\u202Efdp.exe", []byte("This file is a harmless placeholder for the mailbox-mcp demo.\n")),
 			)},
 		{tag: TagAlternative, folder: FolderInbox, age: 3 * hour, zone: eastern, from: shop, to: []addr{alice},
-			subject: "Your order #40213 has shipped", flags: unread,
+			subject: "Your order #40213 has shipped", flags: unread, authres: shopAuth,
 			body: alternative(shippingText, shippingHTML)},
 		{tag: "ci-3", folder: FolderInbox, age: 5 * hour, zone: cest, from: jonas, to: []addr{devteam}, cc: []addr{alice},
 			subject: "Re: Build failing on main", replyTo: "ci-2", flags: unread,
@@ -264,7 +273,7 @@ func aliceMessages(now time.Time) []msg {
 			subject: "Build failing on main", flags: seenFlagged,
 			body: plain("Hi all,\n\nsince this morning's merge, go test ./... fails on main:\n\n    --- FAIL: TestFetchLatin1 (0.02s)\n        mailmsg_test.go:88: subject = \"GrÃ¼ÃŸe\", want \"Grüße\"\n\nLooks like the charset package is no longer imported in the test binary. Li, could you take a look?\n\nJonas")},
 		{tag: TagHTMLOnly, folder: FolderInbox, age: 20 * hour, zone: utc, from: weekly, to: []addr{alice},
-			subject: "Example Weekly #142: five stories about email", flags: unread, extra: newsletterField,
+			subject: "Example Weekly #142: five stories about email", flags: unread, extra: newsletterField, authres: newsletterAuth,
 			body: html(newsletterHTML)},
 		{tag: "roadmap-3", folder: FolderInbox, age: 1 * day, zone: cest, from: marco, to: []addr{alice, priya},
 			subject: "Re: Q3 roadmap review", replyTo: "roadmap-2", flags: seen,
@@ -297,10 +306,10 @@ func aliceMessages(now time.Time) []msg {
 			subject: "Re: Besichtigung der Wohnung in der Lindenstraße", replyTo: "flat-1", flags: seen,
 			body: plain("Liebe Frau Martin,\n\nSamstag um 10:30 Uhr passt gut. Bitte bringen Sie eine Selbstauskunft und die letzten drei Gehaltsnachweise mit.\n\nFreundliche Grüße\nSabine Hoffmann\nHausverwaltung Hoffmann\n\nAlice Martin schrieb:\n> Wäre eine Besichtigung am Samstagvormittag möglich?")},
 		{tag: TagCalendar, folder: FolderInbox, age: 5 * day, zone: utc, from: calendarBot, to: []addr{alice},
-			subject: "Invitation: Design review", flags: seen,
+			subject: "Invitation: Design review", flags: seen, authres: calendarAuth,
 			body: &entity{ctype: "multipart/alternative", parts: []*entity{
-				plain("Priya Natarajan invites you to: Design review\n\nWhen: " + invite.Format("Mon 2 Jan 2006, 15:04 MST") + " (1 hour)\nWhere: Room Ada / https://meet.example.com/design-review\n\nAccept or decline in your calendar."),
-				html("<p><b>Priya Natarajan</b> invites you to <b>Design review</b></p><p>When: " + invite.Format("Mon 2 Jan 2006, 15:04 MST") + "<br>Where: Room Ada</p>"),
+				plain("Priya Natarajan invites you to: Design review\n\nWhen: " + invite.Format("Mon 02 Jan 2006, 15:04 MST") + " (1 hour)\nWhere: Room Ada / https://meet.example.com/design-review\n\nAccept or decline in your calendar."),
+				html("<p><b>Priya Natarajan</b> invites you to <b>Design review</b></p><p>When: " + invite.Format("Mon 02 Jan 2006, 15:04 MST") + "<br>Where: Room Ada</p>"),
 				calendarPart(invite),
 			}}},
 		{tag: TagRFC2231, folder: FolderInbox, age: 6 * day, zone: cet, from: marco, to: []addr{devteam}, cc: []addr{alice},
@@ -511,8 +520,13 @@ func calendarPart(start time.Time) *entity {
 		"DTSTART:" + start.Format(layout) + "\n" +
 		"DTEND:" + start.Add(hour).Format(layout) + "\n" +
 		"SUMMARY:Design review\nLOCATION:Room Ada\n" +
+		"RRULE:FREQ=WEEKLY;COUNT=4\n" +
+		"SEQUENCE:0\n" +
 		"ORGANIZER;CN=Priya Natarajan:mailto:priya.natarajan@example.com\n" +
-		"ATTENDEE;CN=Alice Martin;RSVP=TRUE:mailto:alice@demo.test\n" +
+		"ATTENDEE;CN=Priya Natarajan;ROLE=CHAIR;PARTSTAT=ACCEPTED:mailto:priya.natarajan@example.com\n" +
+		"ATTENDEE;CN=Alice Martin;ROLE=REQ-PARTICIPANT;PARTSTAT=NEEDS-ACTION;RSVP=TRUE:mailto:alice@demo.test\n" +
+		"ATTENDEE;CN=Marco Rossi;ROLE=OPT-PARTICIPANT;PARTSTAT=TENTATIVE:mailto:marco.rossi@example.com\n" +
+		"X-GOOGLE-CONFERENCE:https://meet.google.com/abc-defg-hij\n" +
 		"END:VEVENT\nEND:VCALENDAR"
 	e := textPart("calendar", "utf-8", "7bit", ics)
 	e.params["method"] = "REQUEST"

@@ -43,6 +43,10 @@ type Config struct {
 	// Consume's idempotency key live (AGENTS_FOLDER; default
 	// Agents), in the personal namespace.
 	RecordsRoot string
+	// AuthServIDs are the authserv-ids of the operator's own receiving
+	// servers (AUTHSERV_ID): a read trusts the Authentication-Results
+	// fields they wrote, and no others (mailwork.go).
+	AuthServIDs []string
 	// Observer, when set, is told how dials and logins end (metrics).
 	Observer transport.Observer
 	// Route, when set, says where a credential's mail host is (its Host,

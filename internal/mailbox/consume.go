@@ -110,6 +110,16 @@ type Consumed struct {
 // pooled connection) so that another consumer gets them; only if that fails too do they stay read without having been
 // returned.
 func (c *Client) Consume(ctx context.Context, creds credentials.Credentials, o ConsumeOptions) (*Consumed, error) {
+	out, err := c.consume(ctx, creds, o)
+	if out != nil {
+		for i := range out.Messages { // as a read says them (mailwork.go)
+			c.judge(&out.Messages[i], creds)
+		}
+	}
+	return out, err
+}
+
+func (c *Client) consume(ctx context.Context, creds credentials.Credentials, o ConsumeOptions) (*Consumed, error) {
 	folder, err := c.folderArg(ctx, creds, o.Folder)
 	if err != nil {
 		return nil, err
@@ -682,17 +692,22 @@ func readClaimed(ctx context.Context, c *Client, conn *Conn, folder string, uids
 		var m *Message
 		err := c.within(ctx, conn, "reading the messages", func() error {
 			b := heads[uid]
+			var err error
 			if b == nil {
-				var err error
 				m, err = readMessage(conn.client(), folder, uint32(uid), 0, maxChars)
-				return err
+			} else {
+				var head *Message
+				var bs imap.BodyStructure
+				var guess []byte
+				if head, bs, guess, err = headerAndStructureOf(b, folder); err != nil {
+					return err
+				}
+				head.Flags = flagsOf(withFlags(b.Flags, set))
+				m, err = readRest(conn.client(), head, bs, guess, uint32(uid), 0, maxChars, false)
 			}
-			head, bs, guess, err := headerAndStructureOf(b, folder)
-			if err != nil {
-				return err
+			if err == nil {
+				readInvite(conn.client(), m, uint32(uid)) // as a read does
 			}
-			head.Flags = flagsOf(withFlags(b.Flags, set))
-			m, err = readRest(conn.client(), head, bs, guess, uint32(uid), 0, maxChars, false)
 			return err
 		})
 		if mailerr.KindOf(err) == mailerr.NotFound && mailerr.SubjectOf(err) == mailerr.SubjectMessage {

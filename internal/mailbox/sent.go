@@ -45,6 +45,13 @@ var threadHeaders = []string{"Message-ID", "In-Reply-To", "References", "Reply-T
 // EXAMINE and BODY.PEEK, so the message stays exactly as it was (\Seen
 // unchanged).
 func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, folder string, uid uint32) (*Original, error) {
+	return c.readOriginal(ctx, creds, folder, uid, "reading the original message", nil)
+}
+
+// readOriginal reads Original of message uid of folder without changing
+// it; with then, also its structure, and then runs on the same
+// connection with the answer.
+func (c *Client) readOriginal(ctx context.Context, creds credentials.Credentials, folder string, uid uint32, step string, then func(conn *Conn, b *imapclient.FetchMessageBuffer)) (*Original, error) {
 	folder, err := c.folderArg(ctx, creds, folder)
 	if err != nil {
 		return nil, err
@@ -53,14 +60,16 @@ func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, f
 		return nil, badUID()
 	}
 	var out *Original
-	err = c.doIn(ctx, creds, folder, "reading the original message", func(ctx context.Context, conn *Conn) error {
+	err = c.doIn(ctx, creds, folder, step, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examine(folder); err != nil {
 			return err
 		}
 		sec := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, HeaderFields: threadHeaders, Peek: true}
-		bufs, err := conn.client().Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{
-			UID: true, Flags: true, Envelope: true, BodySection: []*imap.FetchItemBodySection{sec},
-		}).Collect()
+		opts := &imap.FetchOptions{UID: true, Flags: true, Envelope: true, BodySection: []*imap.FetchItemBodySection{sec}}
+		if then != nil {
+			opts.BodyStructure = &imap.FetchItemBodyStructure{Extended: true}
+		}
+		bufs, err := conn.client().Fetch(imap.UIDSetNum(imap.UID(uid)), opts).Collect()
 		if err != nil {
 			return imapError(err, folder)
 		}
@@ -69,6 +78,9 @@ func (c *Client) ReplyInfo(ctx context.Context, creds credentials.Credentials, f
 				continue
 			}
 			out = originalOf(folder, uid, conn.uidValidity, b, b.FindBodySection(sec))
+			if then != nil {
+				then(conn, b)
+			}
 			return nil
 		}
 		return noMessage(uid, folder)

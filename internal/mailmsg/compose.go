@@ -40,6 +40,12 @@ type OutAttachment struct {
 	Data        []byte
 }
 
+// Calendar is the text/calendar alternative of a message (RFC 6047).
+type Calendar struct {
+	Method string // the iTIP method, REPLY: the Content-Type's method parameter
+	Data   []byte // the iCalendar object, UTF-8, CRLF line ends
+}
+
 // Draft is an outgoing message before Compose renders it.
 type Draft struct {
 	From    Address
@@ -54,6 +60,10 @@ type Draft struct {
 	HTML    string // optional HTML alternative
 
 	Attachments []OutAttachment
+
+	// Calendar, when set, is an iCalendar object sent beside the text as
+	// the last alternative (iMIP, RFC 6047): a meeting answer.
+	Calendar *Calendar
 
 	// Threading: message ids without angle brackets (brackets are tolerated
 	// and removed). InReplyTo is also appended to References when missing
@@ -96,8 +106,9 @@ const (
 // In-Reply-To, References and MIME-Version, all ASCII on the wire: non-ASCII
 // display names and subjects are RFC 2047 encoded. Bcc is never written,
 // except in a SentCopy.
-// The body is text/plain, or multipart/alternative (text, HTML) when HTML is
-// set, inside multipart/mixed with base64 attachments when there are any.
+// The body is text/plain, or multipart/alternative (text, HTML, and the
+// Calendar last) when HTML or Calendar is set, inside multipart/mixed with
+// base64 attachments when there are any.
 // Text parts are UTF-8, quoted-printable.
 //
 // Input problems (a control character or line break in a header value, an
@@ -189,8 +200,12 @@ func Compose(d Draft) (raw []byte, messageID string, err error) {
 	}
 	html := crlfToLF(d.HTML)
 
+	cal, err := checkCalendar(d.Calendar)
+	if err != nil {
+		return nil, "", err
+	}
 	var buf bytes.Buffer
-	if err := writeBody(&buf, hdr.header(), text, html, atts); err != nil {
+	if err := writeBody(&buf, hdr.header(), text, html, cal, atts); err != nil {
 		return nil, "", mailerr.Wrap(mailerr.Internal, err, "could not compose the message")
 	}
 	return buf.Bytes(), messageID, nil
@@ -235,7 +250,7 @@ func (h *headerList) header() mail.Header {
 	return mh
 }
 
-func writeBody(w io.Writer, h mail.Header, text, html string, atts []attachment) error {
+func writeBody(w io.Writer, h mail.Header, text, html string, cal *Calendar, atts []attachment) error {
 	textHeader := func() mail.InlineHeader {
 		var ih mail.InlineHeader
 		ih.SetContentType("text/plain", map[string]string{"charset": "utf-8"})
@@ -247,23 +262,39 @@ func writeBody(w io.Writer, h mail.Header, text, html string, atts []attachment)
 		return ih
 	}
 	writeAlternative := func(iw *mail.InlineWriter) error {
-		for _, p := range []struct {
+		parts := []struct {
 			h    mail.InlineHeader
-			body string
-		}{{textHeader(), text}, {htmlHeader(), html}} {
+			body []byte
+		}{{textHeader(), []byte(text)}}
+		if html != "" {
+			parts = append(parts, struct {
+				h    mail.InlineHeader
+				body []byte
+			}{htmlHeader(), []byte(html)})
+		}
+		if cal != nil {
+			var ch mail.InlineHeader
+			ch.SetContentType("text/calendar", map[string]string{"charset": "utf-8", "method": cal.Method})
+			parts = append(parts, struct {
+				h    mail.InlineHeader
+				body []byte
+			}{ch, cal.Data})
+		}
+		for _, p := range parts {
 			pw, err := iw.CreatePart(p.h)
 			if err != nil {
 				return err
 			}
-			if err := writeAndClose(pw, []byte(p.body)); err != nil {
+			if err := writeAndClose(pw, p.body); err != nil {
 				return err
 			}
 		}
 		return iw.Close()
 	}
+	single := html == "" && cal == nil
 
 	if len(atts) == 0 {
-		if html == "" {
+		if single {
 			h.SetContentType("text/plain", map[string]string{"charset": "utf-8"})
 			h.Set("Content-Transfer-Encoding", "quoted-printable")
 			bw, err := mail.CreateSingleInlineWriter(w, h)
@@ -283,7 +314,7 @@ func writeBody(w io.Writer, h mail.Header, text, html string, atts []attachment)
 	if err != nil {
 		return err
 	}
-	if html == "" {
+	if single {
 		bw, err := mw.CreateSingleInline(textHeader())
 		if err != nil {
 			return err
@@ -314,6 +345,22 @@ func writeBody(w io.Writer, h mail.Header, text, html string, atts []attachment)
 		}
 	}
 	return mw.Close()
+}
+
+// checkCalendar accepts a calendar part to write: a method token and
+// UTF-8 data.
+func checkCalendar(c *Calendar) (*Calendar, error) {
+	if c == nil {
+		return nil, nil
+	}
+	m := strings.ToUpper(strings.TrimSpace(c.Method))
+	if m == "" || len(m) > 20 || strings.Trim(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ-") != "" {
+		return nil, mailerr.Newf(mailerr.BadInput, "calendar: %s is not an iTIP method", quoteInput(c.Method))
+	}
+	if !utf8.Valid(c.Data) || len(c.Data) == 0 {
+		return nil, mailerr.New(mailerr.BadInput, "calendar: the data must be UTF-8 text")
+	}
+	return &Calendar{Method: m, Data: c.Data}, nil
 }
 
 func writeAndClose(w io.WriteCloser, b []byte) error {

@@ -30,7 +30,8 @@ type ParsedDraft struct {
 // ParseDraft reads raw, a draft as a mail client (or the gateway itself)
 // stores it: the addresses of From, To, Cc, Bcc and Reply-To, the subject,
 // In-Reply-To and References, the tags, the first text/plain and
-// text/html body parts, and every other part as an attachment (decoded;
+// text/html body parts, a text/calendar alternative with a method (a
+// meeting answer) as the Calendar, and every other part as an attachment (decoded;
 // the caller bounds raw, and so what it decodes to). Date and Message-ID are not
 // carried: a sent message gets its own. A multipart/related HTML body
 // loses its inline images' Content-IDs (they become attachments), which
@@ -153,6 +154,15 @@ func (p *ParsedDraft) readParts(mr *mail.Reader) error {
 			} else {
 				p.HTML = string(b)
 			}
+			continue
+		}
+		if !isFile && name == "" && ct == "text/calendar" && p.Calendar == nil && params["method"] != "" {
+			// A meeting answer's iCalendar alternative: carried as it is.
+			b, err := io.ReadAll(io.LimitReader(body, MaxPartBytes+1))
+			if err != nil || len(b) > MaxPartBytes {
+				return mailerr.Wrap(mailerr.BadInput, err, "the draft's calendar part cannot be read")
+			}
+			p.Calendar = &Calendar{Method: params["method"], Data: b}
 			continue
 		}
 		data, err := io.ReadAll(body)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/invite"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
@@ -243,7 +244,13 @@ func (o *Outbox) Reply(ctx context.Context, creds credentials.Credentials, r Rep
 	if err != nil {
 		return nil, err
 	}
-	res, err := o.deliver(ctx, creds, p.d, r.IdempotencyKey)
+	return o.sendAnswer(ctx, creds, p, r.IdempotencyKey)
+}
+
+// sendAnswer sends p, a planned answer to p.original (a reply, a meeting
+// answer), files the Sent copy and flags the original \Answered.
+func (o *Outbox) sendAnswer(ctx context.Context, creds credentials.Credentials, p *Planned, key string) (*Result, error) {
+	res, err := o.deliver(ctx, creds, p.d, key)
 	if err != nil || res.Duplicate {
 		return res, err // a duplicate's original was flagged by the send that went out
 	}
@@ -340,10 +347,17 @@ func (p *Planned) Draft() (mailbox.DraftRef, string) {
 
 // Summary is a planned message as a person reads it before it goes.
 type Summary struct {
-	From            string
-	To, Cc, Bcc     []string
-	ReplyTo         []string
-	Subject, Text   string
+	// Title, when set, is what the message does in words, for a message
+	// that is more than a message: a meeting answer.
+	Title         string
+	From          string
+	To, Cc, Bcc   []string
+	ReplyTo       []string
+	Subject, Text string
+	// HTML is the HTML version as a mail program shows it (the visible
+	// text, hidden text dropped), "" when the message has none; Text is
+	// then "" when the message has only that version.
+	HTML            string
 	Attachments     []AttachmentInfo
 	InReplyTo       string // a reply's: the Message-ID answered
 	ForwardOf       string // a forward's: the original's subject
@@ -358,19 +372,26 @@ type AttachmentInfo struct {
 }
 
 // Summary describes p for a person: every recipient, the subject, the
-// text (made from the HTML when there is none) and each file.
+// text and the HTML version as the recipient's mail program shows it, and
+// each file.
 func (p *Planned) Summary() Summary {
 	d := p.d
 	s := Summary{From: display(d.From), To: addrStrings(d.To), Cc: addrStrings(d.Cc), Bcc: addrStrings(d.Bcc),
 		ReplyTo: addrStrings(d.ReplyTo), Subject: d.Subject, Text: d.Text, InReplyTo: d.InReplyTo}
-	if strings.TrimSpace(s.Text) == "" && d.HTML != "" {
-		s.Text = mailmsg.HTMLToText(d.HTML)
+	if strings.TrimSpace(s.Text) == "" {
+		s.Text = ""
+	}
+	if d.HTML != "" {
+		s.HTML = mailmsg.HTMLToText(d.HTML)
 	}
 	for _, a := range d.Attachments {
 		s.Attachments = append(s.Attachments, AttachmentInfo{Name: a.Filename, Size: int64(len(a.Data))})
 	}
 	if p.draft != nil {
 		s.DraftUID = p.draft.UID
+	}
+	if d.Calendar != nil && strings.EqualFold(d.Calendar.Method, "REPLY") {
+		s.Title = invite.Title(d.Calendar.Data)
 	}
 	return s
 }

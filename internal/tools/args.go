@@ -317,6 +317,7 @@ var argAliases = map[string][]string{
 	"all": {"reply_all"}, "replyall": {"reply_all"}, "title": {"subject"}, "files": {"attachments"},
 	"after": {"since"}, "until": {"before"}, "unread": {"seen"}, "starred": {"flagged"},
 	"data": {"content_base64"}, "name": {"filename"}, "mime_type": {"content_type"},
+	"rsvp": {"response"}, "answer": {"response"}, "partstat": {"response"}, "status": {"response"}, "note": {"comment"},
 }
 
 // unknownArg refuses name, suggesting the nearest valid argument.

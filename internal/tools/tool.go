@@ -13,6 +13,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,6 +36,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/reqlog"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/unsubscribe"
 )
 
 // DefaultCallTimeout bounds one whole tool call when Deps.CallTimeout is 0.
@@ -74,6 +76,9 @@ type Deps struct {
 	Approval    access.Approval
 	Approvals   *approval.Approvals
 	ApprovalTTL time.Duration
+	// Unsubscribe makes mail_unsubscribe's one-click POSTs (nil: a
+	// Poster with the defaults: public addresses only).
+	Unsubscribe *unsubscribe.Poster
 }
 
 // operatorLevel is the most any caller may do here.
@@ -149,7 +154,11 @@ type Call struct {
 	Progress ProgressFunc
 	// Limit is the call's deadline, counted from its start.
 	Limit time.Duration
-	tool  string
+	// Approved, in a call a person approved, holds the facts they were
+	// shown (approval.Preview.Facts): Run changes nothing unless they
+	// still hold. Nil in a call that needed no approval.
+	Approved json.RawMessage
+	tool     string
 }
 
 // Agent is the caller's agent name (the x-mailbox-agent header, ?agent= on
@@ -206,8 +215,12 @@ type Tool struct {
 	own     bool
 	invoke  func(ctx context.Context, raw any, progress ProgressFunc, in *Input) Outcome
 	// preview shows what an approval link's call will do (nil: the tool
-	// never asks).
-	preview func(ctx context.Context, creds credentials.Credentials, raw map[string]any) (approval.Preview, error)
+	// never asks, or sends: its link holds the message as a draft, which
+	// the page shows under sendTitle; heldInPlace: that draft is the
+	// caller's own, and a rejection leaves it).
+	preview     func(ctx context.Context, creds credentials.Credentials, raw map[string]any) (approval.Preview, error)
+	sendTitle   string
+	heldInPlace bool
 }
 
 // definition is what the catalog holds: a Def of any argument and result
@@ -238,8 +251,12 @@ func (t Def[A, R]) bind(d *Deps) Tool {
 			res.Content = append(res.Content, o.Content...)
 			return res, nil
 		}}
-	if t.Approve != nil {
-		tool.preview = t.previewLink(d)
+	if ap := t.Approve; ap != nil {
+		if ap.Send != nil {
+			tool.sendTitle, tool.heldInPlace = ap.Title, ap.Held
+		} else {
+			tool.preview = t.previewLink(d)
+		}
 	}
 	return tool
 }
@@ -395,6 +412,9 @@ func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress Progre
 	ctx, cancel := context.WithTimeoutCause(context.WithValue(ctx, limitKey{}, callLimit{limit, limitName}), limit, errCallTimeout)
 	defer cancel()
 	call := &Call{Deps: d, Creds: creds, Progress: progress, Limit: limit, tool: t.Name}
+	if facts, ok := ctx.Value(approvedKey{}).(json.RawMessage); ok {
+		call.Approved = facts
+	}
 	if call.Progress == nil {
 		call.Progress = func(float64, float64, string) {}
 	}
@@ -593,9 +613,11 @@ var catalog = []definition{
 	deleteFolder,
 	sendEmail,
 	replyEmail,
+	respondInvite,
 	forwardEmail,
 	saveDraft,
 	sendDraft,
+	mailUnsubscribe,
 	agentSend,
 	agentList,
 	agentSetStatus,

@@ -94,5 +94,8 @@ var pageUntrustedFields = []string{
 // Fields of imap_read_email's result that hold mail content.
 var messageUntrustedFields = []string{
 	"from", "to", "cc", "reply_to", "subject", "message_id", "in_reply_to", "references",
-	"text", "hidden_text", "attachments[].filename", "attachments[].content_type", "warnings",
+	"text", "hidden_text", "plain_differs.adds", "attachments[].filename", "attachments[].content_type", "warnings",
+	"invite.summary", "invite.location", "invite.description", "invite.conference", "invite.organizer", "invite.attendees[]", "invite.you",
+	"invite.uid", "invite.recurrence_rule", "invite.note", "invite.problem",
+	"unsubscribe.list", "unsubscribe.https", "unsubscribe.mailto", "unsubscribe.ignored",
 }
