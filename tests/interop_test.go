@@ -147,10 +147,12 @@ func interopKinds(t *testing.T) []interopKind {
 				plainServer("demo", dm.IMAPAddr, demo.BobAddress, demo.BobPassword),
 				plainServer("demo", dm.IMAPAddr, demo.AliceAddress, demo.AlicePassword),
 			}
+			// Each one's organizer is the other.
 			sh, sp, _ := strings.Cut(dm.SMTPAddr, ":")
 			for i := range all {
-				all[i].smtp, all[i].organizer = []string{"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain"}, demo.AliceAddress
-				all[i].organizerDial = plainServer("demo", dm.IMAPAddr, demo.AliceAddress, demo.AlicePassword).dial
+				other := all[1-i]
+				all[i].smtp, all[i].organizer = []string{"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain"}, other.user
+				all[i].organizerDial = other.dial
 			}
 			return all[:n]
 		}},
