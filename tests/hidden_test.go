@@ -259,7 +259,7 @@ func TestHiddenTechniquesThroughGateway(t *testing.T) {
 		`<span style="opacity:0">%s</span>`,
 		`<div style="opacity:.3"><span style="opacity:.3">%s</span></div>`,
 		`<div style="max-height:0;overflow:hidden">%s</div>`,
-		`<div style="width:0;height:0">%s</div>`,
+		`<div style="width:0;height:0;overflow:hidden">%s</div>`,
 		`<span style="color:#ffffff">%s</span>`,
 		`<span style="color:#fdfdfd;background:#ffffff">%s</span>`,
 		`<span style="color:transparent">%s</span>`,
@@ -290,10 +290,12 @@ func TestHiddenTechniquesThroughGateway(t *testing.T) {
 		hidden = append(hidden, fmt.Sprintf("HIDDENWORD%02d", i))
 		fmt.Fprintf(&body, "<p>Visible line %02d</p>\n"+tech+"\n", i, word)
 	}
-	visible := []string{"Confirm your account", "144833", "Mobile rule leaves this visible", "Details"}
+	// A box of no size shows its text (it overflows) unless it clips it.
+	visible := []string{"Confirm your account", "144833", "Mobile rule leaves this visible", "Details", "Zero box overflows"}
 	body.WriteString(`<table><tr><td style="background-color:#22BC66"><a href="https://x.example/c" style="color:#fff;mso-hide:all;background-color:#22BC66">Confirm your account</a></td></tr></table>
 <table><tr><td style="background:rgba(0,0,0,.05)"><p style="color:#000">144833</p></td></tr></table>
-<div class="mobile-only"><p>Mobile rule leaves this visible</p></div>`)
+<div class="mobile-only"><p>Mobile rule leaves this visible</p></div>
+<div style="width:0;height:0">Zero box overflows</div>`)
 	html := "<html><head>" + style + "</head><body>\n" + body.String() + "</body></html>"
 	raw := "From: Alice <alice@example.org>\r\nTo: " + user + "\r\nSubject: techniques\r\nDate: " + time.Now().Format(time.RFC1123Z) +
 		"\r\nMIME-Version: 1.0\r\nContent-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: 8bit\r\n\r\n" + crlfs(html) + "\r\n"

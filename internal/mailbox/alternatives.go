@@ -148,14 +148,18 @@ func textWords(s string) []string {
 	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
 }
 
+// PlainWarningStart starts the read result's sentence about a differing
+// text/plain part (the tools add where to read all of it).
+const PlainWarningStart = "The text/plain alternative (part "
+
 // plainWarning is the sentence of the read result about a differing
 // text/plain part.
 func plainWarning(d *PlainDifference, keepHidden bool) string {
-	where := "imap_read_email with include_hidden=true returns all of it in hidden_text."
+	where := ""
 	if keepHidden {
-		where = "All of it is in hidden_text."
+		where = " All of it is in hidden_text."
 	}
-	return fmt.Sprintf("The text/plain alternative (part %s), which mail programs do not show, says more than the HTML they show: %d words the text above lacks, in %q. The text above is the HTML's; %s",
+	return fmt.Sprintf(PlainWarningStart+"%s), which mail programs do not show, says more than the HTML they show: %d words the text above lacks, in %q. The text above is the HTML's.%s",
 		d.PartID, d.Words, d.Adds, where)
 }
 

@@ -44,6 +44,7 @@ var readEmail = Def[readArgs, MessageResult]{
 			return MessageResult{}, err
 		}
 		adviseHidden(msg, include)
+		advisePlain(msg, include)
 		return MessageResult{Message: *msg, Untrusted: messageUntrusted(msg), canSend: c.Outbox.CanSend()}, nil
 	},
 	Text:    messageText,
@@ -122,6 +123,19 @@ func adviseHidden(m *mailbox.Message, included bool) {
 	for i := range m.Warnings {
 		if m.Warnings[i] == w {
 			m.Warnings[i] += advice
+		}
+	}
+}
+
+// advisePlain adds to the warning about a text/plain alternative that says
+// more than the HTML where to read all of it.
+func advisePlain(m *mailbox.Message, included bool) {
+	if m.PlainDiffers == nil || included {
+		return
+	}
+	for i := range m.Warnings {
+		if strings.HasPrefix(m.Warnings[i], mailbox.PlainWarningStart) {
+			m.Warnings[i] += " imap_read_email with include_hidden=true returns all of it in hidden_text."
 		}
 	}
 }
