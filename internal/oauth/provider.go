@@ -148,7 +148,7 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusTooManyRequests, "Too many sign-in attempts from your network. Wait a minute and start again.")
 		return
 	}
-	toks, err := p.Exchange(r.Context(), s.callbackURL(), q.Get("code"), st.Verifier, st.Nonce)
+	toks, err := p.Exchange(r.Context(), s.callbackURL(), q.Get("code"), st.Verifier, st.Nonce, q.Get("iss"))
 	if err != nil {
 		s.log.WarnContext(r.Context(), "provider sign-in failed", "provider", st.Provider, "err", err)
 		msg := p.Config().DisplayName + " did not complete the sign-in. Go back to your app and try again."
