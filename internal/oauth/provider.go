@@ -138,14 +138,34 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusBadRequest, "This gateway no longer signs in with that provider.")
 		return
 	}
+	// The answer must come from this provider (RFC 9207), the error
+	// answers too.
+	if err := p.CheckResponseIssuer(r.Context(), q.Get("iss")); err != nil {
+		s.log.WarnContext(r.Context(), "provider sign-in refused", "provider", st.Provider, "err", err)
+		s.errorPage(w, http.StatusBadGateway, p.Config().DisplayName+" did not complete the sign-in. Go back to your app and try again.")
+		return
+	}
 	if e := q.Get("error"); e != "" {
 		// The person said no at the provider (or it refused): tell the app.
+		s.ledger.once(st.Nonce, time.Unix(st.Exp, 0), s.now())
 		s.redirectError(w, r, req.RedirectURI, req.State, "access_denied", "the sign-in at "+p.Config().DisplayName+" was not completed")
 		return
 	}
 	if wait := s.cfg.Guard.AllowSignInFrom(r.Context()); wait > 0 {
 		retryAfter(w, wait)
 		s.errorPage(w, http.StatusTooManyRequests, "Too many sign-in attempts from your network. Wait a minute and start again.")
+		return
+	}
+	// The state is used once: a provider that lets its code be exchanged
+	// again must not make this callback issue a second code.
+	if err := s.ledger.once(st.Nonce, time.Unix(st.Exp, 0), s.now()); err != nil {
+		var full *fullError
+		if errors.As(err, &full) {
+			retryAfter(w, full.RetryAfter)
+			s.errorPage(w, http.StatusServiceUnavailable, "This server is handling too many sign-ins just now. Wait a minute and start again.")
+			return
+		}
+		s.errorPage(w, http.StatusBadRequest, "This sign-in link has already been used. Go back to your app and start the sign-in again.")
 		return
 	}
 	toks, err := p.Exchange(r.Context(), s.callbackURL(), q.Get("code"), st.Verifier, st.Nonce, q.Get("iss"))

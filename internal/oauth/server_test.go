@@ -29,11 +29,12 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
 
-// passwords is a Verifier that knows a few logins.
+// passwords is a Verifier that knows a few logins; it folds the user
+// name to lower case, as Dovecot does (%Lu).
 type passwords map[string]string
 
 func (p passwords) Verify(_ context.Context, c credentials.Credentials) error {
-	if p[c.User] == c.Password() {
+	if pw, ok := p[strings.ToLower(c.User)]; ok && pw == c.Password() {
 		return nil
 	}
 	return mailerr.New(mailerr.Auth, "wrong password")
@@ -399,5 +400,90 @@ func TestRedirectSchemes(t *testing.T) {
 		if got := validRedirectURI(uri); got != ok {
 			t.Errorf("%s: %v, want %v", uri, got, ok)
 		}
+	}
+}
+
+// sealedCode is a code for user as the sign-in page makes it, for a
+// verifier (the tests that need many sign-ins skip the page).
+func (ts *testServer) sealedCode(t *testing.T, user, verifier string) string {
+	t.Helper()
+	g := credentials.Grant{ID: credentials.NewGrantID(), Creds: credentials.New(user, "pw"),
+		ClientID: ts.id, RedirectURI: redirect, Challenge: challengeOf(verifier), Audience: ts.resource, Expires: ts.now().Add(time.Minute)}
+	c, err := ts.cfg.Sealer.SealGrant(credentials.KindCode, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestEvictionEndsTheSignIn: when OAUTH_GRANTS_PER_ACCOUNT makes room for
+// a new sign-in, the sign-in it makes room from is ended: its refresh
+// tokens, the newest and a used one alike, are refused from then on (they
+// were accepted again as "unknown" before). The account's other sign-ins
+// and other accounts' are untouched. (A minute passes between sign-ins,
+// so that the codes, which count in the account's share, have expired.)
+func TestEvictionEndsTheSignIn(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Now().Unix())
+	tick := func() { clock.Add(61) }
+	ts := startServer(t, Config{GrantsPerAccount: 4, Now: func() time.Time { return time.Unix(clock.Load(), 0) }}, "192.0.2.20")
+	code, v := ts.signIn(t, "alice@x.test", "pw-a", "mail.read")
+	first := ts.exchange(t, code, v)
+	tick()
+	firstNext := ts.refresh(t, first.RefreshToken) // first.RefreshToken is now a used one
+	bob := ts.exchange(t, ts.sealedCode(t, "bob@x.test", v), v)
+	if firstNext.Status != 200 || bob.Status != 200 {
+		t.Fatalf("setup: %+v %+v", firstNext, bob)
+	}
+	var later []answer
+	for range 4 { // four more sign-ins of alice: the third and fourth make room
+		tick()
+		c, v := ts.signIn(t, "ALICE@x.test", "pw-a", "mail.read") // another spelling, the same account
+		later = append(later, ts.exchange(t, c, v))
+	}
+	for name, rt := range map[string]string{"the used refresh token": first.RefreshToken, "the newest refresh token": firstNext.RefreshToken} {
+		if a := ts.refresh(t, rt); a.Status != 400 || a.Error != "invalid_grant" || !strings.Contains(a.Description, "ended") {
+			t.Errorf("%s of the sign-in that made room: %+v", name, a)
+		}
+	}
+	for i, a := range later[1:] { // the account keeps its 3 most recent (4, less room for a code)
+		if r := ts.refresh(t, a.RefreshToken); r.Status != 200 {
+			t.Errorf("alice's sign-in %d after the eviction: %+v", i+3, r)
+		}
+	}
+	if r := ts.refresh(t, bob.RefreshToken); r.Status != 200 {
+		t.Errorf("bob's sign-in: %+v", r)
+	}
+}
+
+// TestCodesCountPerAccount: the codes an account redeems count in its
+// OAUTH_GRANTS_PER_ACCOUNT with its sign-ins, so one account signing in
+// again and again cannot fill OAUTH_MAX_GRANTS: another account still
+// signs in, and the flooding one waits (503, Retry-After within the
+// minute a code is remembered).
+func TestCodesCountPerAccount(t *testing.T) {
+	ts := startServer(t, Config{MaxGrants: 100, GrantsPerAccount: 10}, "192.0.2.21")
+	v := strings.Repeat("v", 43)
+	refused := 0
+	for range 120 {
+		a := ts.exchange(t, ts.sealedCode(t, "mallory@x.test", v), v)
+		switch {
+		case a.Status == http.StatusServiceUnavailable && a.RetryAfter != "":
+			if n, _ := strconv.Atoi(a.RetryAfter); n < 1 || n > 60 {
+				t.Errorf("Retry-After %s, want within the code's minute", a.RetryAfter)
+			}
+			refused++
+		case a.Status != 200:
+			t.Fatalf("mallory: %+v", a)
+		}
+	}
+	if n := ts.ledger.size(); n > 10 {
+		t.Errorf("the ledger holds %d entries after one account's sign-ins, want at most its 10", n)
+	}
+	if refused == 0 {
+		t.Error("120 sign-ins of one account in a few seconds were all taken")
+	}
+	if b := ts.exchange(t, ts.sealedCode(t, "bob@x.test", v), v); b.Status != 200 {
+		t.Fatalf("bob after mallory's flood: %+v", b)
 	}
 }
