@@ -375,16 +375,29 @@ func TestClientMetadataNeverReachesPrivate(t *testing.T) {
 	}
 }
 
-// TestRedirectSchemes: native apps' own schemes are accepted for public
-// clients (RFC 8252 §7.1), the schemes browsers and systems handle are not.
+// TestRedirectSchemes: an allow-list (RFC 8252 §7.1, RFC 9700 §4.1): https,
+// http on a loopback address, and a native app's private-use scheme that
+// is a reverse domain name (com.example.app:/cb), plus the documented
+// known client schemes (cursor). Schemes the system hands to programs
+// that act on the URI (search-ms:, ms-msdt:, vscode: ...) are refused.
 func TestRedirectSchemes(t *testing.T) {
 	for uri, ok := range map[string]bool{
 		"cursor://anysphere.cursor-retrieval/oauth/callback":     true,
 		"com.example.app:/oauth2redirect":                        true,
-		"vscode://vscode.github-authentication/did-authenticate": true,
+		"com.example.app://callback":                             true,
+		"org.example.my-app.beta:/cb":                            true,
 		"https://app.example.com/cb":                             true,
 		"http://127.0.0.1:8080/cb":                               true,
+		"http://[::1]:8080/cb":                                   true,
+		"http://localhost:8080/cb":                               true,
 		"http://example.com/cb":                                  false,
+		"https:///cb":                                            false,
+		"vscode://vscode.github-authentication/did-authenticate": false,
+		"search-ms:query=x&crumb=location:%5C%5Cevil%5Cshare":    false,
+		"ms-msdt:/id PCWDiagnostic":                              false,
+		"ms-officecmd:{}":                                        false,
+		"smb://evil.example/share":                               false,
+		"x-apple.systempreferences:com.apple.preference":         false,
 		"javascript:alert(1)":                                    false,
 		"JavaScript://%0aalert(1)":                               false,
 		"data:text/html,x":                                       false,
@@ -394,6 +407,9 @@ func TestRedirectSchemes(t *testing.T) {
 		"cursor://x/cb#frag":                                     false,
 		"cursor://user@x/cb":                                     false,
 		"com.example.app:relative":                               false,
+		"com..app:/cb":                                           false,
+		"com.-x.app:/cb":                                         false,
+		"1com.example:/cb":                                       false,
 		"about:blank":                                            false,
 		"chrome-extension://abc/cb":                              false,
 	} {
@@ -485,5 +501,97 @@ func TestCodesCountPerAccount(t *testing.T) {
 	}
 	if b := ts.exchange(t, ts.sealedCode(t, "bob@x.test", v), v); b.Status != 200 {
 		t.Fatalf("bob after mallory's flood: %+v", b)
+	}
+}
+
+// register registers a client with these redirect URIs and returns its
+// client_id ("" when refused).
+func (ts *testServer) register(t *testing.T, uris ...string) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"client_name": "x", "redirect_uris": uris})
+	resp, err := http.Post(ts.url+"/register", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&reg)
+	return reg.ClientID
+}
+
+// TestAuthorizeIsNoOpenRedirector (RFC 9700 §4.11): an error in the
+// request, before the person has done anything, is shown on the page,
+// not sent to a redirect URI anyone could have registered; only a
+// loopback redirect URI (the app on the person's own machine) or a client
+// whose metadata document came from its own https URL is sent the error.
+// Every answer that does go to the client carries iss (RFC 9207).
+func TestAuthorizeIsNoOpenRedirector(t *testing.T) {
+	ts := startServer(t, Config{}, "192.0.2.22")
+	evil := ts.register(t, "https://evil.example/landing")
+	native := ts.register(t, "com.example.app:/cb")
+	if evil == "" || native == "" {
+		t.Fatal("registration refused")
+	}
+	bad := map[string]func(url.Values){
+		"response_type=token":  func(q url.Values) { q.Set("response_type", "token") },
+		"no PKCE":              func(q url.Values) { q.Del("code_challenge") },
+		"an unknown scope":     func(q url.Values) { q.Set("scope", "mail.everything") },
+		"another resource":     func(q url.Values) { q.Set("resource", "https://elsewhere.example/mcp") },
+		"PKCE with plain only": func(q url.Values) { q.Set("code_challenge_method", "plain") },
+	}
+	for name, change := range bad {
+		for client, uri := range map[string]string{evil: "https://evil.example/landing", native: "com.example.app:/cb"} {
+			u := ts.authorizeURL(func(q url.Values) { q.Set("client_id", client); q.Set("redirect_uri", uri); change(q) })
+			status, loc, body := ts.get(t, u)
+			if status != http.StatusBadRequest || loc.String() != "" || !strings.Contains(body, "Nothing was sent back") {
+				t.Errorf("%s to %s: %d %s %.200s", name, uri, status, loc, body)
+			}
+		}
+		// A loopback app is told, with state and iss.
+		status, loc, _ := ts.get(t, ts.authorizeURL(change))
+		if status != http.StatusFound || loc.Query().Get("error") == "" || loc.Query().Get("state") != "client-state" || loc.Query().Get("iss") != ts.issuer {
+			t.Errorf("%s to the loopback app: %d %s", name, status, loc)
+		}
+	}
+}
+
+// TestAuthorizeErrorsToMetadataClients: a client whose metadata document
+// the gateway fetched from its https client_id URL is told of an error at
+// its redirect URI: the document proves who runs that URI.
+func TestAuthorizeErrorsToMetadataClients(t *testing.T) {
+	doc := httptest.NewTLSServer(nil)
+	defer doc.Close()
+	id := doc.URL + "/client.json"
+	doc.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"client_id": id, "client_name": "Doc app", "redirect_uris": []string{"https://app.example/cb"}})
+	})
+	ts := startServer(t, Config{HTTPClient: doc.Client()}, "192.0.2.23")
+	status, loc, body := ts.get(t, ts.authorizeURL(func(q url.Values) {
+		q.Set("client_id", id)
+		q.Set("redirect_uri", "https://app.example/cb")
+		q.Set("response_type", "token")
+	}))
+	if status != http.StatusFound || loc.Host != "app.example" || loc.Query().Get("error") != "unsupported_response_type" || loc.Query().Get("iss") != ts.issuer {
+		t.Fatalf("a metadata client's error: %d %s %.200s", status, loc, body)
+	}
+}
+
+// TestOldRegistrationsRechecked: a client registered before the allow-list
+// (its sealed client_id names a scheme now refused) is refused at
+// /authorize, before anything is shown or sent.
+func TestOldRegistrationsRechecked(t *testing.T) {
+	ts := startServer(t, Config{}, "192.0.2.24")
+	for _, uri := range []string{"ms-msdt:/id", "search-ms:query=x", "vscode://vscode.git/cb"} {
+		plain, _ := json.Marshal(client{Name: "old", RedirectURIs: []string{uri}})
+		id, err := ts.cfg.Sealer.SealOAuth(credentials.KindClient, plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, loc, body := ts.get(t, ts.authorizeURL(func(q url.Values) { q.Set("client_id", id); q.Set("redirect_uri", uri) }))
+		if status != http.StatusBadRequest || loc.String() != "" || strings.Contains(body, `name="form"`) {
+			t.Errorf("%s: %d %s %.200s", uri, status, loc, body)
+		}
 	}
 }
