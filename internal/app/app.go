@@ -88,9 +88,12 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Whatever a token carries, its host is named as everywhere else: one
+	// account is one account (AccountKey).
+	sealer.CanonicalHosts(mailHosts.Canonical)
 	mb := mailbox.New(mailbox.Config{
-		Route: func(host string) (transport.Endpoint, error) {
-			s, err := mailHosts.Lookup(host)
+		Route: func(host, provider string) (transport.Endpoint, error) {
+			s, err := mailHosts.Lookup(host, provider)
 			return s.IMAP, err
 		},
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
@@ -107,13 +110,14 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
 		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
-		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, nil), ApprovalTTL: cfg.ApprovalTTL}
+		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, nil), ApprovalTTL: cfg.ApprovalTTL,
+		Hosts: mailHosts}
 	var sub *submission.Client
 	if cfg.SMTPEnabled() || providersSend(signIn) {
 		smtp := submission.Config{Timeout: cfg.SMTPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
 			Guard: limits, Observer: mailObserver(m),
-			Route: func(host string) (transport.Endpoint, error) {
-				s, err := mailHosts.Lookup(host)
+			Route: func(host, provider string) (transport.Endpoint, error) {
+				s, err := mailHosts.Lookup(host, provider)
 				return s.SMTP, err
 			}}
 		if cfg.SMTPEnabled() {
@@ -258,7 +262,7 @@ func servedHosts(cfg *config.Config, tlsConf *tls.Config, ps []*providers.Provid
 		if err != nil {
 			return nil, err
 		}
-		hc.Named[pc.IMAP.Host] = hosts.Server{IMAP: imap, SMTP: smtp}
+		hc.Named[pc.IMAP.Host] = hosts.Server{IMAP: imap, SMTP: smtp, Provider: pc.Name}
 	}
 	for _, entry := range cfg.MailHosts {
 		name, port, _ := config.ParseMailHost(entry) // checked at load

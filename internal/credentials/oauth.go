@@ -133,7 +133,7 @@ func (s *Sealer) SealGrant(kind OAuthKind, g Grant) (string, error) {
 	}
 	p := grantPayload{ID: g.ID, U: c.User, P: c.password, NS: c.Scope.NoSend, C: g.ClientID, R: g.RedirectURI,
 		CC: g.Challenge, Aud: g.Audience, Exp: g.Expires.Unix(), F: g.Family, G: g.Gen, L: g.Ledger,
-		H: c.Host, Pv: g.Provider, PR: g.ProviderRefresh}
+		H: s.canonicalHost(c.Host), Pv: g.Provider, PR: g.ProviderRefresh}
 	if c.Mechanism() == MechOAuth {
 		p.K = kindOAuth
 	}
@@ -171,7 +171,7 @@ func (s *Sealer) OpenGrant(kind OAuthKind, token string, now time.Time) (Grant, 
 	default:
 		return Grant{}, ErrGrantMalformed
 	}
-	c.Host = p.H
+	c.Host, c.Provider = s.canonicalHost(p.H), p.Pv
 	c.Scope.NoSend = p.NS
 	if p.A != "" {
 		l, err := access.Parse(p.A)

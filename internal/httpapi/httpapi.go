@@ -89,8 +89,12 @@ type Options struct {
 
 // Hosts is what the HTTP layer asks of the served mail hosts.
 type Hosts interface {
-	// Check says whether host may be used; its errors are mailerr errors.
+	// Check says whether host may be used; its errors are mailerr errors,
+	// one sentence for every refusal.
 	Check(ctx context.Context, host string) error
+	// Canonical is host as every per-account key names it ("" for the
+	// gateway's own, however it is spelt).
+	Canonical(host string) string
 }
 
 // New returns the gateway's HTTP handler, with mcp (mcp-go's streamable
@@ -187,11 +191,12 @@ func withCredentials(mailHosts Hosts, next http.Handler) http.Handler {
 	const headerOAuthToken = "X-Imap-Oauth-Token"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass := strings.TrimSpace(r.Header.Get(HeaderUser)), r.Header.Get(HeaderPass)
-		host := strings.ToLower(strings.TrimSpace(r.Header.Get(HeaderHost)))
+		host := strings.TrimSpace(r.Header.Get(HeaderHost))
 		if host != "" {
 			// The host a login is for: allowed, and resolving to a
 			// public address unless the operator allows otherwise,
-			// before anything is dialled.
+			// before anything is dialled. Every refusal is one status
+			// and one sentence: it must not tell which names exist.
 			switch {
 			case user == "":
 				httpError(w, http.StatusBadRequest, "x-imap-host goes with x-imap-user and x-imap-pass (or x-imap-oauth-token); a token or a sign-in carries its own host")
@@ -201,13 +206,10 @@ func withCredentials(mailHosts Hosts, next http.Handler) http.Handler {
 				return
 			}
 			if err := mailHosts.Check(r.Context(), host); err != nil {
-				status := http.StatusForbidden
-				if mailerr.KindOf(err) == mailerr.Unavailable {
-					status = http.StatusBadGateway
-				}
-				httpError(w, status, mailerr.Message(err))
+				httpError(w, http.StatusForbidden, mailerr.Message(err))
 				return
 			}
+			host = mailHosts.Canonical(host)
 		}
 		token := strings.TrimSpace(r.Header.Get(HeaderToken))
 		oauth := strings.TrimSpace(r.Header.Get(headerOAuthToken))

@@ -165,7 +165,7 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 	creds.Scope = req.scope()
 	creds.Scope.NoSend = creds.Scope.NoSend || !s.canSend("")
 	if s.cfg.Hosts != nil && s.cfg.Hosts.Patterns() {
-		host := strings.ToLower(strings.TrimSpace(r.PostForm.Get("host")))
+		host := strings.TrimSpace(r.PostForm.Get("host"))
 		if host == "" {
 			host = s.cfg.Hosts.Suggest(r.Context(), user)
 		}
@@ -175,7 +175,7 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		creds.Host = host
+		creds.Host = s.cfg.Hosts.Canonical(host)
 	}
 	if msg := s.checkLogin(r, creds); msg != "" {
 		s.signInPage(w, http.StatusOK, req, form, user, msg)

@@ -184,7 +184,10 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	creds := credentials.NewOAuth(toks.Email, toks.Access)
-	creds.Host = p.Config().IMAP.Host
+	creds.Host, creds.Provider = p.Config().IMAP.Host, st.Provider
+	if s.cfg.Hosts != nil {
+		creds.Host = s.cfg.Hosts.Canonical(creds.Host)
+	}
 	creds.Scope = req.scope()
 	creds.Scope.NoSend = creds.Scope.NoSend || !s.canSend(st.Provider)
 	if toks.Refresh == "" {
@@ -226,10 +229,9 @@ func (s *Server) refreshAtProvider(r *http.Request, g *credentials.Grant) error 
 	if err != nil {
 		return err
 	}
-	host := g.Creds.Host
-	scope := g.Creds.Scope
-	g.Creds = credentials.NewOAuth(g.Creds.User, toks.Access)
-	g.Creds.Host, g.Creds.Scope = host, scope
+	was := g.Creds
+	g.Creds = credentials.NewOAuth(was.User, toks.Access)
+	g.Creds.Host, g.Creds.Provider, g.Creds.Scope = was.Host, was.Provider, was.Scope
 	g.ProviderExpires = toks.Expiry
 	if toks.Refresh != "" {
 		g.ProviderRefresh = toks.Refresh

@@ -25,8 +25,10 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/egress"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/hosts"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
 // passwords is a Verifier that knows a few logins; it folds the user
@@ -98,6 +100,12 @@ var formValue = regexp.MustCompile(`name="form" value="([^"]+)"`)
 // and its PKCE verifier.
 func (ts *testServer) signIn(t *testing.T, user, pass, scope string) (code, verifier string) {
 	t.Helper()
+	return ts.signInAt(t, user, pass, scope, "")
+}
+
+// signInAt is signIn with the page's host field set to host.
+func (ts *testServer) signInAt(t *testing.T, user, pass, scope, host string) (code, verifier string) {
+	t.Helper()
 	verifier = strings.Repeat("v", 20) + fmt.Sprint(time.Now().UnixNano()) + strings.Repeat("w", 20)
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{"response_type": {"code"}, "client_id": {ts.id}, "redirect_uri": {redirect}, "scope": {scope},
@@ -112,7 +120,7 @@ func (ts *testServer) signIn(t *testing.T, user, pass, scope string) (code, veri
 	if m == nil {
 		t.Fatalf("no sign-in form: %d %s", resp.StatusCode, body)
 	}
-	resp, err = ts.client.PostForm(ts.url+"/authorize", url.Values{"form": {html.UnescapeString(string(m[1]))}, "username": {user}, "password": {pass}, "action": {"allow"}})
+	resp, err = ts.client.PostForm(ts.url+"/authorize", url.Values{"form": {html.UnescapeString(string(m[1]))}, "username": {user}, "password": {pass}, "action": {"allow"}, "host": {host}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -593,5 +601,26 @@ func TestOldRegistrationsRechecked(t *testing.T) {
 		if status != http.StatusBadRequest || loc.String() != "" || strings.Contains(body, `name="form"`) {
 			t.Errorf("%s: %d %s %.200s", uri, status, loc, body)
 		}
+	}
+}
+
+// TestOneAccountWhateverTheHostSpelling: a password sign-in that names the
+// gateway's own host on the page's host field (127.0.0.1 = IMAP_HOST) is
+// the same account as one that names none: one share of
+// OAUTH_GRANTS_PER_ACCOUNT, not one per spelling.
+func TestOneAccountWhateverTheHostSpelling(t *testing.T) {
+	h := hosts.New(hosts.Config{Default: hosts.Server{IMAP: transport.Endpoint{Host: "127.0.0.1", Port: 993}},
+		Patterns: []hosts.Pattern{{Name: "*.customers.test"}}})
+	ts := startServer(t, Config{Hosts: h}, "192.0.2.25")
+	for _, host := range []string{"", "127.0.0.1", " 127.0.0.1 ", ""} {
+		code, v := ts.signInAt(t, "alice@x.test", "pw-a", "mail.read", host)
+		if a := ts.exchange(t, code, v); a.Status != 200 {
+			t.Fatalf("host %q: %+v", host, a)
+		}
+	}
+	ts.ledger.mu.Lock()
+	defer ts.ledger.mu.Unlock()
+	if n := len(ts.ledger.accounts); n != 1 {
+		t.Fatalf("one person's sign-ins at the gateway's own host are %d accounts, want 1", n)
 	}
 }
