@@ -189,7 +189,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,
 		MaxRequestBytes: cfg.MaxRequestBytes, Logger: log,
 		MaxInflightRequests: cfg.MaxInflightRequests, MaxBufferedBytes: cfg.MaxBufferedBytes, BodyReadTimeout: cfg.BodyReadTimeout,
-		Loopback: cfg.LoopbackBind(), AllowedHosts: cfg.AllowedHosts, TrustedProxies: proxies,
+		Loopback: cfg.LoopbackBind(), AllowedHosts: cfg.AllowedHosts, TrustedProxies: proxies, ClientIPv6Prefix: cfg.ClientIPv6Prefix,
 		REST: mirror,
 		// Attachment download links (imap_get_attachment) and their base URL.
 		Attachments: download.New(sealer, mb, limits, log), PublicURL: cfg.PublicURL,

@@ -59,6 +59,9 @@ type Options struct {
 	AllowedHosts []string
 	// TrustedProxies may name the client in X-Forwarded-For.
 	TrustedProxies []netip.Prefix
+	// ClientIPv6Prefix is how many leading bits of an IPv6 client address
+	// the per-address limits count it by (CLIENT_IPV6_PREFIX; 0: 64).
+	ClientIPv6Prefix int
 	// REST, when set, is mounted at /v1/ behind the same checks as /mcp
 	// (in-flight limit shared with it, Host, Origin, body, client address,
 	// credential headers).
@@ -111,12 +114,15 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	api := http.NewServeMux()
 	base := func(next http.Handler) http.Handler { return withBase(opts.PublicURL, opts.TrustedProxies, next) }
-	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, false, withCredentials(opts.Hosts, withAgent(false, withElicitSession(opts.Approvals, mcp))))))))
+	clientAddr := func(next http.Handler) http.Handler {
+		return withClientAddr(opts.TrustedProxies, opts.ClientIPv6Prefix, next)
+	}
+	api.Handle("/mcp", mcpOnly(clientAddr(base(withBearer(opts.OAuth, false, withCredentials(opts.Hosts, withAgent(false, withElicitSession(opts.Approvals, mcp))))))))
 	if opts.REST != nil {
-		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, true, withCredentials(opts.Hosts, withAgent(true, opts.REST))))))
+		api.Handle("/v1/", clientAddr(base(withBearer(opts.OAuth, true, withCredentials(opts.Hosts, withAgent(true, opts.REST))))))
 	}
 	if opts.Attachments != nil {
-		api.Handle(download.Prefix, clientAddr(opts.TrustedProxies, opts.Attachments))
+		api.Handle(download.Prefix, clientAddr(opts.Attachments))
 	}
 	body := readBody(opts.MaxRequestBytes, budget, opts.BodyReadTimeout, api)
 	guarded := limitInflight(opts.MaxInflightRequests, hosts.wrap(origins.wrap(body)))
@@ -128,10 +134,10 @@ func New(opts Options, mcp http.Handler) http.Handler {
 		mux.Handle(download.Prefix, guarded)
 	}
 	if opts.Approval != nil {
-		mux.Handle(approval.Prefix, limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(opts.TrustedProxies, http.MaxBytesHandler(opts.Approval, 16<<10)))))
+		mux.Handle(approval.Prefix, limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(http.MaxBytesHandler(opts.Approval, 16<<10)))))
 	}
 	if opts.OAuth != nil {
-		signIn := limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(opts.TrustedProxies, http.MaxBytesHandler(opts.OAuth, 64<<10))))
+		signIn := limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(http.MaxBytesHandler(opts.OAuth, 64<<10))))
 		for _, p := range []string{"/.well-known/", "/authorize", "/authorize/callback", "/token", "/register"} {
 			mux.Handle(p, signIn)
 		}
