@@ -40,7 +40,7 @@ const (
 // description used by .env.example and docs/configuration.md (a test keeps
 // them in step).
 type Config struct {
-	IMAPHost     string        `env:"IMAP_HOST,required" desc:"IMAP server host name (required)"`
+	IMAPHost     string        `env:"IMAP_HOST,required" desc:"IMAP server host name (required): the mail host of every login that names no other (a MAIL_HOSTS name, a sign-in provider's)"`
 	IMAPPort     int           `env:"IMAP_PORT" envDefault:"993" desc:"IMAP server port"`
 	IMAPTLS      bool          `env:"IMAP_TLS" envDefault:"true" desc:"true: implicit TLS; false: STARTTLS (see IMAP_SECURITY)"`
 	IMAPSecurity Security      `env:"IMAP_SECURITY" desc:"tls, starttls or plain; overrides IMAP_TLS (plain needs ALLOW_PLAINTEXT_AUTH=true)"`
@@ -131,11 +131,11 @@ type Config struct {
 	OIDCClientSecret      string   `env:"OIDC_CLIENT_SECRET" desc:"the gateway's client secret at OIDC_ISSUER (empty for a public client)"`
 	OIDCScopes            string   `env:"OIDC_SCOPES" envDefault:"openid email offline_access" desc:"scopes asked of OIDC_ISSUER (space-separated), besides what the mail server needs"`
 	OIDCEmailClaim        string   `env:"OIDC_EMAIL_CLAIM" envDefault:"email" desc:"the ID token claim that holds the mailbox address"`
-	OIDCIMAPHost          string   `env:"OIDC_IMAP_HOST" desc:"IMAP host of the mailboxes OIDC_ISSUER signs in to (required with OIDC_ISSUER)"`
+	OIDCIMAPHost          string   `env:"OIDC_IMAP_HOST" desc:"IMAP host of the mailboxes OIDC_ISSUER signs in to (required with OIDC_ISSUER); it serves only that provider's sign-ins, unless MAIL_HOSTS allows the name too"`
 	OIDCIMAPPort          int      `env:"OIDC_IMAP_PORT" envDefault:"993" desc:"its IMAP port (implicit TLS)"`
 	OIDCSMTPHost          string   `env:"OIDC_SMTP_HOST" desc:"SMTP submission host of those mailboxes; empty: no sending for them"`
 	OIDCSMTPPort          int      `env:"OIDC_SMTP_PORT" envDefault:"465" desc:"its submission port: 465 implicit TLS, any other STARTTLS"`
-	MailHosts             []string `env:"MAIL_HOSTS" envSeparator:"," desc:"comma-separated mail hosts besides IMAP_HOST that people may use with a password (x-imap-host header, the sign-in page's host field): exact names and *.domain patterns, each optionally :PORT for IMAP (else IMAP_PORT); SMTP goes to the same host on SMTP_PORT"`
+	MailHosts             []string `env:"MAIL_HOSTS" envSeparator:"," desc:"comma-separated mail hosts besides IMAP_HOST that people may use with a password (x-imap-host header, the sign-in page's host field): exact names and *.domain patterns, each optionally :PORT for IMAP (else IMAP_PORT); SMTP goes to the same host on SMTP_PORT; a name that is no host name, does not resolve or resolves to a non-public address is refused with the same sentence"`
 	MailHostsPrivate      bool     `env:"MAIL_HOSTS_PRIVATE" envDefault:"false" desc:"true lets MAIL_HOSTS names resolve to loopback, private and link-local addresses; false (the default) refuses such a name before any connection is made"`
 	MetricsAddr           string   `env:"METRICS_ADDR" desc:"host:port of a separate listener serving Prometheus metrics at /metrics; empty turns it off; no metric label ever carries a user, address, folder or token"`
 
