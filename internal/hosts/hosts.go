@@ -221,7 +221,7 @@ func (h *Hosts) allowed() string {
 }
 
 // Check makes sure a host a caller names (x-imap-host, the sign-in page's
-// host field, imap_encrypt_credentials' host) may be connected to: the
+// host field, the host a token is sealed for) may be connected to: the
 // default, or a MAIL_HOSTS name that resolves only to public addresses
 // (unless allowed otherwise). A provider's host is not for such logins.
 // Every refusal is the same sentence (refusal). Nothing is dialled.
