@@ -18,7 +18,7 @@ import (
 // client of its own: all 12 and all 30 went through.) The client address
 // comes through a trusted proxy's X-Forwarded-For, as in a deployment.
 func TestIPv6ClientsCountByTheirPrefix(t *testing.T) {
-	base, _ := startGatewayWith(t, "TRUSTED_PROXIES=127.0.0.1", "OAUTH_RATE_PER_ADDRESS=5",
+	_, base, _ := startSignInGateway(t, "TRUSTED_PROXIES=127.0.0.1", "OAUTH_RATE_PER_ADDRESS=5",
 		"LOGIN_BACKOFF_FAILURES_PER_ADDRESS=20", "LOGIN_BACKOFF_FAILURES=5")
 	register := func(from string) int {
 		req, _ := http.NewRequest(http.MethodPost, base+"/register", strings.NewReader(`{"client_name":"x","redirect_uris":["http://127.0.0.1:9/cb"]}`))

@@ -1,104 +1,21 @@
 package app_test
 
 import (
-	"context"
-	"encoding/hex"
-	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/mailbox-mcp/mailbox-mcp/internal/app"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
-
-// countingListener accepts and closes connections on loopback, counting
-// them: whether anything was dialled there.
-func countingListener(t *testing.T) (port string, hits *atomic.Int32) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	hits = &atomic.Int32{}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port), hits
-}
-
-// startGatewayWith runs a gateway on the demo server as its own host, with
-// PUBLIC_URL its own address, and env; it returns the base URL and a
-// sealer with the gateway's key.
-func startGatewayWith(t *testing.T, env ...string) (string, *credentials.Sealer) {
-	t.Helper()
-	srv, err := demo.Start(context.Background(), demo.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := "http://" + ln.Addr().String()
-	key, _ := credentials.NewKey()
-	host, port, _ := net.SplitHostPort(srv.IMAPAddr)
-	cfg, err := config.FromEnv(append([]string{"IMAP_HOST=" + host, "IMAP_PORT=" + port, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true",
-		"ENCRYPTION_KEY=" + key, "PUBLIC_URL=" + base}, env...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := app.New(cfg, app.NewLogger(io.Discard, cfg.LogLevel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- a.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	k, _ := hex.DecodeString(key)
-	sealer, err := credentials.NewSealer(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return base, sealer
-}
 
 // listFolders calls imap_list_folders at base with headers and says how
 // it went: the HTTP status when the request was refused before MCP, else
 // the tool's text.
 func listFolders(t *testing.T, base string, headers map[string]string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"imap_list_folders","arguments":{}}}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return mailtest.RawMCP(t, base+"/mcp", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"imap_list_folders","arguments":{}}}`, headers)
 }
 
 // TestProviderHostOnlyForItsSignIns: a sign-in provider's own mail host
@@ -110,10 +27,10 @@ func listFolders(t *testing.T, base string, headers map[string]string) (int, str
 // Before, each of these reached it, and without the public-address check
 // MAIL_HOSTS names get.
 func TestProviderHostOnlyForItsSignIns(t *testing.T) {
-	port, hits := countingListener(t)
+	port, hits := mailtest.CountingListener(t)
 	provider := []string{"OIDC_NAME=Test", "OIDC_ISSUER=https://id.example.test", "OIDC_CLIENT_ID=gw",
 		"OIDC_IMAP_HOST=localhost", "OIDC_IMAP_PORT=" + port}
-	base, sealer := startGatewayWith(t, provider...)
+	_, base, sealer := startSignInGateway(t, provider...)
 	grant := func(c credentials.Credentials, provider string) string {
 		c.Host = "localhost"
 		g, err := sealer.SealGrant(credentials.KindAccess, credentials.Grant{ID: credentials.NewGrantID(), Creds: c, ClientID: "c",
@@ -151,8 +68,8 @@ func TestProviderHostOnlyForItsSignIns(t *testing.T) {
 	}
 	// MAIL_HOSTS may allow the name for everyone (here with private
 	// addresses allowed: it is loopback).
-	port2, hits2 := countingListener(t)
-	base2, _ := startGatewayWith(t, "OIDC_NAME=Test", "OIDC_ISSUER=https://id.example.test", "OIDC_CLIENT_ID=gw",
+	port2, hits2 := mailtest.CountingListener(t)
+	_, base2, _ := startSignInGateway(t, "OIDC_NAME=Test", "OIDC_ISSUER=https://id.example.test", "OIDC_CLIENT_ID=gw",
 		"OIDC_IMAP_HOST=localhost", "OIDC_IMAP_PORT="+port2, "MAIL_HOSTS=localhost:"+port2, "MAIL_HOSTS_PRIVATE=true")
 	listFolders(t, base2, map[string]string{"x-imap-user": "alice@demo.test", "x-imap-pass": "pw", "x-imap-host": "localhost"})
 	if hits2.Load() == 0 {

@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -110,17 +108,8 @@ func (ts *testServer) signInAt(t *testing.T, user, pass, scope, host string) (co
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{"response_type": {"code"}, "client_id": {ts.id}, "redirect_uri": {redirect}, "scope": {scope},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
-	resp, err := ts.client.Get(ts.url + "/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := formValue.FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("no sign-in form: %d %s", resp.StatusCode, body)
-	}
-	resp, err = ts.client.PostForm(ts.url+"/authorize", url.Values{"form": {html.UnescapeString(string(m[1]))}, "username": {user}, "password": {pass}, "action": {"allow"}, "host": {host}})
+	form := ts.openForm(t, ts.url+"/authorize?"+q.Encode())
+	resp, err := ts.client.PostForm(ts.url+"/authorize", url.Values{"form": {form}, "username": {user}, "password": {pass}, "action": {"allow"}, "host": {host}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,23 +330,7 @@ func TestAccessCredentialsExpire(t *testing.T) {
 // resolves to this machine, in each IPv6 spelling that carries IPv4 too,
 // is refused, and nothing reaches the listener behind it.
 func TestClientMetadataNeverReachesPrivate(t *testing.T) {
-	var hits atomic.Int32
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port, hits := mailtest.CountingListener(t)
 	zone := map[string][]netip.Addr{}
 	for i, a := range []string{"127.0.0.1", "::ffff:127.0.0.1", "::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1", "::1"} {
 		zone[fmt.Sprintf("client%d.test", i)] = []netip.Addr{netip.MustParseAddr(a)}
