@@ -22,7 +22,12 @@ require (
 	golang.org/x/time v0.16.0
 )
 
-require github.com/go-jose/go-jose/v4 v4.1.4
+require (
+	github.com/go-jose/go-jose/v4 v4.1.4
+	github.com/redis/go-redis/v9 v9.23.0
+)
+
+require go.uber.org/atomic v1.12.0 // indirect
 
 require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
 

@@ -9,9 +9,11 @@
 #      the mail stack of scripts/mailstack.sh, driven by the TypeScript SDK
 #      (tests/clients/docker-smoke.mjs): list folders, send, read, wait;
 #   3. the documented `--profile mail` stack (deploy/mailserver) answering;
-#   4. scale-out: three gateway containers behind HAProxy (round-robin, no
-#      stickiness), go run ./tests/scaleout (2,000 calls, a token made on one
-#      replica opened on the others, one replica killed mid-run).
+#   4. scale-out: three gateway containers sharing one Redis container
+#      (REDIS_URL; deploy/ci/redis.Dockerfile) behind HAProxy (round-robin, no
+#      stickiness), go run ./tests/scaleout (every replica reports Redis ok,
+#      2,000 calls, a token made on one replica opened on the others, one
+#      replica killed mid-run).
 # It installs what it needs (docker.io, debootstrap, haproxy; compose v2
 # built from its Go module), caching under $CI_CACHE, and starts dockerd when
 # none runs. Every output line starts with "docker-ci:". Exit status non-zero,
@@ -54,7 +56,7 @@ cleanup() {
   if [ -x /usr/bin/docker ] && docker info >/dev/null 2>&1; then
     compose -f docker-compose.yml -f deploy/ci/compose.ci.yml down -v --remove-orphans >/dev/null 2>&1
     CI_ENCRYPTION_KEY=x CI_GATEWAY_PORT=1 CI_DEBIAN_IMAGE=x compose -f docker-compose.yml -f deploy/ci/compose.mail.ci.yml --profile mail down -v --remove-orphans >/dev/null 2>&1
-    docker rm -f mmcp-ci-check mmcp-ci-gw1 mmcp-ci-gw2 mmcp-ci-gw3 >/dev/null 2>&1
+    docker rm -f mmcp-ci-check mmcp-ci-gw1 mmcp-ci-gw2 mmcp-ci-gw3 mmcp-ci-redis >/dev/null 2>&1
   fi
   [ -n "$haproxy_pid" ] && kill "$haproxy_pid" 2>/dev/null
   [ -n "$stack_dir" ] && scripts/mailstack.sh stop "$stack_dir" >/dev/null 2>&1
@@ -160,6 +162,10 @@ docker tag "$IMAGE" mailbox-mcp:ci
 # earlier runs' tags (a CI machine that is reused fills up otherwise; untagged build
 # stages stay: they are the layer cache of the next build)
 docker images --format '{{.Repository}}:{{.Tag}}' 'mailbox-mcp' | grep -E '^mailbox-mcp:v0\.0\.0-ci\.' | grep -vxF "$IMAGE" | xargs -r /usr/bin/docker rmi >/dev/null 2>&1 || true
+# the scale-out's Redis: Debian's redis-server on the local base image (no registry)
+REDIS_IMAGE=mailbox-mcp-ci-redis:12
+docker build -q --network host --build-arg BASE_IMAGE="$DEBIAN_IMAGE" -t "$REDIS_IMAGE" -f deploy/ci/redis.Dockerfile deploy/ci >"$WORK/redis-build.log" 2>&1 \
+  || { cat "$WORK/redis-build.log"; fail "docker build of deploy/ci/redis.Dockerfile"; }
 
 # --- ports: below 32768, locked like internal/mailstack's, so that the test suite's
 # stacks running meanwhile never take them ---------------------------------------------
@@ -181,10 +187,10 @@ done
 GWPORTS=()
 for p in $(seq 13000 13099); do
   lock_port "$p" && GWPORTS+=("$p")
-  [ ${#GWPORTS[@]} = 5 ] && break
+  [ ${#GWPORTS[@]} = 6 ] && break
 done
-[ ${#GWPORTS[@]} = 5 ] || fail "no 5 free ports in 13000-13099"
-LB_PORT=${GWPORTS[0]} GW1=${GWPORTS[1]} GW2=${GWPORTS[2]} GW3=${GWPORTS[3]} MAILPROFILE_PORT=${GWPORTS[4]}
+[ ${#GWPORTS[@]} = 6 ] || fail "no 6 free ports in 13000-13099"
+LB_PORT=${GWPORTS[0]} GW1=${GWPORTS[1]} GW2=${GWPORTS[2]} GW3=${GWPORTS[3]} MAILPROFILE_PORT=${GWPORTS[4]} REDIS_PORT=${GWPORTS[5]}
 
 KEY=$(docker run --rm "$IMAGE" keygen)
 [[ "$KEY" =~ ^[0-9a-f]{64}$ ]] || fail "keygen printed '$KEY'"
@@ -245,6 +251,13 @@ out=$(node tests/clients/docker-smoke.mjs "http://127.0.0.1:$GW1/mcp" alice@exam
 ok "TypeScript SDK: list folders, send, read, wait: $out"
 compose "${CF[@]}" down -v >/dev/null 2>&1 || fail "compose down -v"
 ok "compose down -v"
+# The scale profile (Valkey, HAProxy, the replicas without published ports):
+# its images cannot be pulled here, so the files are checked, not run; the
+# scale-out below runs the same topology from local images.
+compose -f docker-compose.yml -f deploy/scale/compose.scale.yml "${CF[@]:2}" --profile scale config -q \
+  || fail "docker-compose.yml with deploy/scale/compose.scale.yml (--profile scale)"
+haproxy -c -q -f deploy/scale/haproxy.cfg || fail "deploy/scale/haproxy.cfg"
+ok "scale profile: compose files and deploy/scale/haproxy.cfg valid"
 
 # --- 3. the documented mail profile ------------------------------------------------------------------
 step "docker compose --profile mail (bundled mail server; gateway on $MAILPROFILE_PORT)"
@@ -259,13 +272,25 @@ ok "mail profile answers imap_list_folders: $out"
 CI_GATEWAY_PORT=$MAILPROFILE_PORT compose "${MF[@]}" down -v >/dev/null 2>&1 || fail "compose --profile mail down -v"
 
 # --- 4. scale-out ------------------------------------------------------------------------------------------
-step "scale-out: 3 replicas ($GW1 $GW2 $GW3) behind HAProxy on $LB_PORT"
+step "scale-out: 3 replicas ($GW1 $GW2 $GW3) sharing Redis ($REDIS_PORT) behind HAProxy on $LB_PORT"
+docker run -d --name mmcp-ci-redis --network host --read-only --cap-drop ALL --security-opt no-new-privileges:true \
+  "$REDIS_IMAGE" --port "$REDIS_PORT" >/dev/null
+for _ in $(seq 1 40); do
+  docker exec mmcp-ci-redis redis-cli -p "$REDIS_PORT" ping 2>/dev/null | grep -q PONG && break
+  sleep 0.25
+done
+docker exec mmcp-ci-redis redis-cli -p "$REDIS_PORT" ping | grep -q PONG || { docker logs mmcp-ci-redis; fail "Redis did not answer"; }
+ok "Redis: $(docker exec mmcp-ci-redis redis-server --version | cut -d' ' -f1-3)"
 i=0
 for p in $GW1 $GW2 $GW3; do
   i=$((i + 1))
+  # TODO(issue 38, phase 2: oauth on the shared memory): add
+  # -e PUBLIC_URL="http://127.0.0.1:$LB_PORT" here and -refresh-replay
+  # -public-url "http://127.0.0.1:$LB_PORT" to scaleout below.
   docker run -d --name "mmcp-ci-gw$i" --network host --read-only --cap-drop ALL --security-opt no-new-privileges:true \
     -e PORT="$p" -e IMAP_HOST=127.0.0.1 -e IMAP_PORT="$MAILSTACK_IMAPS_PORT" -e SMTP_HOST=127.0.0.1 \
     -e SMTP_PORT="$MAILSTACK_SUBMISSIONS_PORT" -e SMTP_SECURITY=tls -e MAIL_CA_FILE=/ci/mail-ca.pem -e ENCRYPTION_KEY="$KEY" \
+    -e REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" \
     -e LOG_LEVEL=warn -v "$WORK/mail-ca.pem:/ci/mail-ca.pem:ro" --health-interval 1s --health-start-period 0s \
     "$IMAGE" >/dev/null
 done
@@ -313,7 +338,7 @@ cpucmd=""
 "$WORK/scaleout" -lb "http://127.0.0.1:$LB_PORT/mcp" \
   -replicas "http://127.0.0.1:$GW1/mcp,http://127.0.0.1:$GW2/mcp,http://127.0.0.1:$GW3/mcp" \
   -user carol@example.test -pass carolpw -want-inbox "$(doveadm_count carol@example.test)" \
-  -calls 2000 -clients 16 -kill "/usr/bin/docker kill mmcp-ci-gw2" -stats-socket "$WORK/haproxy.sock" -kill-server gw2 \
+  -calls 2000 -clients 16 -kill "/usr/bin/docker kill mmcp-ci-gw2" -stats-socket "$WORK/haproxy.sock" -kill-server gw2 -redis \
   -send-user alice@example.test -send-pass alicepw -send-to bob@example.test \
   -cpu-cmd "$cpucmd" -count-cmd "doveadm -c $stack_dir/etc/dovecot.conf mailbox status -u bob@example.test messages INBOX" \
   || { tail -20 "$WORK/haproxy.log"; fail "scale-out"; }

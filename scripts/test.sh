@@ -33,9 +33,13 @@ step() { printf '\n==> %s\n' "$*"; }
 
 # --- system packages ----------------------------------------------------------
 MAIL_PKGS="dovecot-core dovecot-imapd dovecot-lmtpd postfix"
+# redis-server: the shared memories' tests (internal/memory) and several
+# gateway replicas sharing one (tests/replicas_test.go); each test starts
+# its own on a loopback port (internal/mailstack/redis.go).
+OTHER_PKGS="redis-server"
 missing_pkgs() {
   local p
-  for p in $MAIL_PKGS openssl python3 chromium; do  # chromium: the OAuth sign-in test (puppeteer-core)
+  for p in $MAIL_PKGS $OTHER_PKGS openssl python3 chromium; do  # chromium: the OAuth sign-in test (puppeteer-core)
     dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null | grep -qx installed || printf '%s ' "$p"
   done
   # go test -race needs cgo, hence a C compiler

@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
@@ -129,8 +132,8 @@ func TestApprovalClientV2(t *testing.T) {
 				var a map[string]any
 				b, _ := json.Marshal(args(token))
 				json.Unmarshal(b, &a)
-				past := approval.New(sealer, func() time.Time { return time.Now().Add(-10 * time.Minute) })
-				st, err := past.NewState(credentials.Account(mailtest.Alice), "smtp_send_email", a)
+				past := approval.New(sealer, approval.Options{Now: func() time.Time { return time.Now().Add(-10 * time.Minute) }})
+				st, err := past.NewState(approval.CallerOf(credentials.New(mailtest.Alice, "")), "smtp_send_email", a, approval.Binding{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -221,12 +224,19 @@ func TestApprovalPage(t *testing.T) {
 		t.Run(action, func(t *testing.T) {
 			token := fmt.Sprint("page", action, time.Now().UnixNano())
 			var out struct {
-				Result                  sdkResult
-				Page, Done, Again       string
-				DoneStatus, AgainStatus int
+				Result                                             sdkResult
+				Model, SignIn, Page, Done, Again                   string
+				ModelStatus, ForgedStatus, DoneStatus, AgainStatus int
 			}
 			runNode(t, dir, "approve-page.mjs", map[string]any{"server": entry, "tool": "smtp_send_email", "chromium": chromium, "action": action,
+				"user": mailtest.Alice, "password": s.Users[mailtest.Alice],
 				"args": map[string]any{"to": []any{mailtest.Bob}, "cc": []any{mailtest.Alice}, "subject": "<b>Invoice</b> " + token, "text": "Amount due: 1,250 EUR <script>x</script>"}}, &out)
+			// The model, with the link and HTTP only: a sign-in form, nothing
+			// of the message, and its forged answer refused.
+			if out.ModelStatus != 200 || !strings.Contains(out.Model, "Sign in") || strings.Contains(out.Model, token) || strings.Contains(out.Model, "1,250") ||
+				out.ForgedStatus != http.StatusForbidden || strings.Contains(out.SignIn, token) {
+				t.Fatalf("the model read %d %q; its forged answer got %d; the person saw before signing in %q", out.ModelStatus, out.Model, out.ForgedStatus, out.SignIn)
+			}
 			var res struct {
 				Approval struct {
 					URL      string
@@ -281,12 +291,12 @@ func TestApprovalPage(t *testing.T) {
 	sealer, _ := credentials.NewSealer(k)
 	base := strings.TrimSuffix(g.URL, "/mcp")
 	link := func(now time.Time) string {
-		a := approval.New(sealer, func() time.Time { return now })
-		tok, _, err := a.NewLink(approval.Link{Creds: credentials.New(mailtest.Alice, s.Users[mailtest.Alice]), Tool: "imap_delete_folder", Args: json.RawMessage(`{"folder":"Kept"}`)}, 30*time.Minute)
+		a := approval.New(sealer, approval.Options{Now: func() time.Time { return now }})
+		m, err := a.NewLink(approval.Link{Creds: credentials.New(mailtest.Alice, s.Users[mailtest.Alice]), Tool: "imap_delete_folder", Args: json.RawMessage(`{"folder":"Kept"}`)}, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return base + approval.Prefix + tok
+		return base + approval.Prefix + m.Token
 	}
 	t.Run("expired link", func(t *testing.T) {
 		if st, body, _ := get(link(time.Now().Add(-31 * time.Minute))); st != http.StatusGone || !strings.Contains(body, "expired") {
@@ -299,14 +309,15 @@ func TestApprovalPage(t *testing.T) {
 		}
 		l := link(time.Now())
 		st, body, h := get(l)
-		if st != 200 || !strings.Contains(body, "Kept") {
+		// The link alone: a sign-in form, nothing of what it is about.
+		if st != 200 || !strings.Contains(body, `id="signin"`) || strings.Contains(body, "Kept") {
 			t.Fatalf("%d %.300s", st, body)
 		}
 		if h.Get("X-Frame-Options") != "DENY" || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") ||
 			!strings.Contains(h.Get("Content-Security-Policy"), "default-src 'none'") || strings.Contains(body, "<script") {
 			t.Errorf("headers %v", h)
 		}
-		// A form posted from elsewhere: no cookie from the page.
+		// A form posted from elsewhere: no sign-in.
 		resp, err := http.PostForm(l, map[string][]string{"csrf": {"x"}, "action": {"approve"}})
 		if err != nil {
 			t.Fatal(err)
@@ -317,6 +328,136 @@ func TestApprovalPage(t *testing.T) {
 		}
 		if out, _ := s.Doveadm("mailbox", "list", "-u", mailtest.Alice); !strings.Contains(out, "Kept") {
 			t.Fatalf("the folder was deleted by a forged post:\n%s", out)
+		}
+	})
+}
+
+// TestApprovalURLMode: the official 2026-07-28 client declaring URL-mode
+// elicitation (MCP 2025-11-25 mode "url"). The gateway gives the client
+// the approval page's link to open for its user, and the tool's result,
+// which is what the model reads, holds no link. The person signs in on
+// the page and approves: the message goes once. A person who will not
+// open the page ends the link and the held draft.
+func TestApprovalURLMode(t *testing.T) {
+	t.Parallel() // its own stack
+	dir := v2Dir(t)
+	s, g := approvalStack(t)
+	alice := userHeaders(s, mailtest.Alice)
+	type asked struct {
+		Mode, URL string
+	}
+	var out struct {
+		Asked  []asked
+		Result sdkResult
+	}
+	run := func(t *testing.T, token, action string) {
+		out.Asked = nil
+		runNode(t, dir, "approve.mjs", map[string]any{"url": g.URL, "headers": alice, "tool": "smtp_send_email", "mode": "url", "action": action,
+			"args": map[string]any{"to": []any{mailtest.Bob}, "subject": "URL mode " + token, "text": "hello"}}, &out)
+		if len(out.Asked) != 1 || out.Asked[0].Mode != "url" || !strings.Contains(out.Asked[0].URL, approval.Prefix) {
+			t.Fatalf("the client was asked %+v", out.Asked)
+		}
+		if strings.Contains(out.Result.Text, approval.Prefix) || strings.Contains(string(out.Result.Structured), approval.Prefix) || strings.Contains(out.Result.Text, "apl1.") {
+			t.Fatalf("the model's result holds the link: %s %s", out.Result.Text, out.Result.Structured)
+		}
+	}
+	t.Run("accept", func(t *testing.T) {
+		token := fmt.Sprint("urlaccept", time.Now().UnixNano())
+		run(t, token, "accept")
+		if out.Result.IsError || !strings.Contains(out.Result.Text, "approval page was opened for the person") {
+			t.Fatalf("result %+v", out.Result)
+		}
+		if n := delivered(t, s, mailtest.Bob, token, 0); n != 0 {
+			t.Fatalf("%d delivered before the person approved", n)
+		}
+		p := signInAs(t, out.Asked[0].URL, mailtest.Alice, s.Users[mailtest.Alice])
+		if !strings.Contains(p.page, "URL mode "+token) {
+			t.Fatalf("the page: %s", p.page)
+		}
+		if status, body := p.answer(t, "approve"); status != 200 {
+			t.Fatalf("approve: %d %s", status, body)
+		}
+		if n := delivered(t, s, mailtest.Bob, token, 1); n != 1 {
+			t.Fatalf("%d delivered, want 1", n)
+		}
+	})
+	t.Run("decline", func(t *testing.T) {
+		token := fmt.Sprint("urldecline", time.Now().UnixNano())
+		run(t, token, "decline")
+		if !out.Result.IsError || !strings.Contains(out.Result.Text, "declined to open the approval page") {
+			t.Fatalf("result %+v", out.Result)
+		}
+		resp, err := http.Get(out.Asked[0].URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusGone || withSubject(t, s, mailtest.Alice, "Drafts", token) != 0 || delivered(t, s, mailtest.Bob, token, 0) != 0 {
+			t.Fatalf("after a decline: link %d, drafts %d", resp.StatusCode, withSubject(t, s, mailtest.Alice, "Drafts", token))
+		}
+	})
+}
+
+// TestApprovalProviderSignIn: the person signs in on the approval page
+// with "Continue with" the mailbox's provider (Ory Hydra), in Chromium: the
+// way back crosses the provider's site, so the SameSite=Strict sign-in
+// cookie comes along only because the gateway's own page goes on to the
+// approval. The caller signed in through the same provider (a bearer
+// token of the gateway carrying Hydra's access token). When the provider
+// says the person is another mailbox, nothing is shown or done.
+func TestApprovalProviderSignIn(t *testing.T) {
+	t.Parallel() // its own stack and provider
+	chromium := "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		skipOrFail(t, "no /usr/bin/chromium: apt-get install -y --no-install-recommends chromium (scripts/test.sh does)")
+	}
+	dir := clientsDir(t)
+	ctx := context.Background()
+	h := mailtest.StartHydra(t, mailtest.HydraOptions{Scopes: []string{"mail"}, AutoLogin: mailtest.Alice})
+	s := mailtest.OAuthStack(t, h, mailtest.Options{OAuthScope: "mail"})
+	g, client, key := providerGateway(t, h, s, "APPROVAL=send")
+	tok, err := h.Login(ctx, client, mailtest.Alice, "openid", "email", "offline_access", "mail")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the gateway's sign-in with the provider would have issued.
+	creds := credentials.NewOAuth(mailtest.Alice, tok.AccessToken)
+	creds.Host = "127.0.0.1"
+	bearer, err := sealerOf(t, key).SealGrant(credentials.KindAccess, credentials.Grant{ID: credentials.NewGrantID(), Creds: creds,
+		ClientID: "test", Audience: g.base() + "/mcp", Expires: time.Now().Add(time.Hour), Provider: "oidc-hydra"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mailtest.MCPClient(t, g.base()+"/mcp", map[string]string{"Authorization": "Bearer " + bearer}, mcp.ProtocolVersion20250618)
+	send := func(token string) string {
+		return linkOf(t, mailtest.Call(t, c, "smtp_send_email", map[string]any{"to": []any{mailtest.Bob}, "subject": "Provider approval " + token, "text": "hello"}))
+	}
+	var out struct {
+		SignIn, Landed, Page, Done string
+		DoneStatus                 int
+		Visited                    []string
+	}
+	t.Run("the mailbox's person", func(t *testing.T) {
+		token := fmt.Sprint("prov", time.Now().UnixNano())
+		runNode(t, dir, "approve-provider.mjs", map[string]any{"link": send(token), "provider": "provider:oidc-hydra", "action": "approve", "chromium": chromium}, &out)
+		if strings.Contains(out.SignIn, token) || !strings.HasPrefix(out.Landed, approval.Prefix) || !strings.Contains(out.Page, "Provider approval "+token) || out.DoneStatus != 200 {
+			t.Fatalf("before %q; through %q landed on %s showing %q; answered %d %q", out.SignIn, out.Visited, out.Landed, out.Page, out.DoneStatus, out.Done)
+		}
+		if n := delivered(t, s, mailtest.Bob, token, 1); n != 1 {
+			t.Fatalf("%d delivered, want 1", n)
+		}
+	})
+	t.Run("another mailbox at the provider", func(t *testing.T) {
+		token := fmt.Sprint("provbob", time.Now().UnixNano())
+		link := send(token)
+		h.SetAutoLogin(mailtest.Bob)
+		defer h.SetAutoLogin(mailtest.Alice)
+		runNode(t, dir, "approve-provider.mjs", map[string]any{"link": link, "provider": "provider:oidc-hydra", "action": "approve", "chromium": chromium}, &out)
+		if strings.Contains(out.Page, token) || !strings.Contains(out.Page, "another mailbox") {
+			t.Fatalf("signed in at the provider as bob: %q", out.Page)
+		}
+		if n := delivered(t, s, mailtest.Bob, token, 0); n != 0 {
+			t.Fatalf("%d delivered", n)
 		}
 	})
 }

@@ -52,6 +52,7 @@ func TestPackageBoundaries(t *testing.T) {
 		{"internal/providers", []string{mcp, imap, smtp, module + "/"}, "provider sign-in knows OpenID and OAuth, nothing of mail or the gateway"},
 		{"internal/approval", []string{mcp, imap, smtp, module + "/internal/tools", module + "/internal/mailbox", module + "/internal/outbox"}, "approval seals, guards and shows; what an approved call does is the tools' business"},
 		{"internal/egress", []string{mcp, imap, smtp, module + "/"}, "the outbound address check knows nothing of the gateway: any package that dials for a caller uses it"},
+		{"internal/memory", []string{mcp, imap, smtp, module + "/"}, "the shared memories know nothing of the gateway: oauth, approval and guard name them and use them"},
 	}
 	for _, r := range rules {
 		imports := packageImports(t, r.pkg)

@@ -38,29 +38,11 @@ import (
 // table in docs/testing.md is the log of one run (-v, or CORPUS_TABLE=file
 // writes it).
 func TestRealMailCorpus(t *testing.T) {
-	dir, err := filepath.Abs(filepath.Join("clients", "mailcorpus"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "foundation-emails", "package.json")); err != nil {
-		skipOrFail(t, "tests/clients/mailcorpus has no node_modules: run `npm ci` there (scripts/test.sh does)")
-	}
-	node, err := filepath.Abs(filepath.Join("clients", "node22", "node_modules", ".bin", "node"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(node); err != nil {
-		skipOrFail(t, "no Node 22 in tests/clients/node22 (juice needs it): run `npm ci` there (scripts/test.sh does on Linux x86-64)")
-	}
-	const chromium = "/usr/bin/chromium"
-	if _, err := os.Stat(chromium); err != nil {
-		skipOrFail(t, "no /usr/bin/chromium: apt-get install -y --no-install-recommends chromium (scripts/test.sh does)")
-	}
-
+	node, dir, chromium := corpusTools(t)
 	var corpus []struct {
 		Name, HTML, Text, Hidden string
 	}
-	runCorpusNode(t, node, dir, map[string]any{"chromium": chromium, "workDir": t.TempDir()}, &corpus)
+	runCorpusNode(t, node, dir, "corpus.mjs", map[string]any{"chromium": chromium, "workDir": t.TempDir()}, &corpus)
 	// 11 Foundation templates × 2, 4 mailgen themes × 3, 4 React Email
 	// starters, 3 MJML messages.
 	if len(corpus) < 41 {
@@ -131,6 +113,31 @@ func TestRealMailCorpus(t *testing.T) {
 	}
 }
 
+// corpusTools finds what the corpus scripts need: Node 22, the npm
+// packages of tests/clients/mailcorpus and Chromium.
+func corpusTools(t *testing.T) (node, dir, chromium string) {
+	t.Helper()
+	dir, err := filepath.Abs(filepath.Join("clients", "mailcorpus"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "foundation-emails", "package.json")); err != nil {
+		skipOrFail(t, "tests/clients/mailcorpus has no node_modules: run `npm ci` there (scripts/test.sh does)")
+	}
+	node, err = filepath.Abs(filepath.Join("clients", "node22", "node_modules", ".bin", "node"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(node); err != nil {
+		skipOrFail(t, "no Node 22 in tests/clients/node22 (juice needs it): run `npm ci` there (scripts/test.sh does on Linux x86-64)")
+	}
+	chromium = "/usr/bin/chromium"
+	if _, err := os.Stat(chromium); err != nil {
+		skipOrFail(t, "no /usr/bin/chromium: apt-get install -y --no-install-recommends chromium (scripts/test.sh does)")
+	}
+	return node, dir, chromium
+}
+
 // browserComparison is how the gateway's text of one message compares with
 // what Chromium shows.
 type browserComparison struct {
@@ -197,9 +204,9 @@ func compareWithBrowser(shown, hidden, got string) browserComparison {
 	return r
 }
 
-// runCorpusNode runs corpus.mjs with node (Node 22), input as JSON on stdin,
-// and decodes its JSON output.
-func runCorpusNode(t *testing.T, node, dir string, input, out any) {
+// runCorpusNode runs script (corpus.mjs, hiding.mjs) with node (Node 22),
+// input as JSON on stdin, and decodes its JSON output.
+func runCorpusNode(t *testing.T, node, dir, script string, input, out any) {
 	t.Helper()
 	in, err := json.Marshal(input)
 	if err != nil {
@@ -208,7 +215,7 @@ func runCorpusNode(t *testing.T, node, dir string, input, out any) {
 	home := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, "corpus.mjs")
+	cmd := exec.CommandContext(ctx, node, script)
 	cmd.Dir = dir
 	cmd.Stdin = bytes.NewReader(in)
 	cmd.Env = append(os.Environ(), "HOME="+home, "TMPDIR="+home, "NO_UPDATE_NOTIFIER=1")
@@ -217,10 +224,10 @@ func runCorpusNode(t *testing.T, node, dir string, input, out any) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
 	if err := cmd.Run(); err != nil {
-		t.Fatalf("node corpus.mjs: %v\nstderr:\n%s", err, tail(stderr.String(), 6000))
+		t.Fatalf("node %s: %v\nstderr:\n%s", script, err, tail(stderr.String(), 6000))
 	}
 	if err := json.Unmarshal(stdout.Bytes(), out); err != nil {
-		t.Fatalf("corpus.mjs printed no JSON result (%v): %s\nstderr:\n%s", err, tail(stdout.String(), 2000), tail(stderr.String(), 4000))
+		t.Fatalf("%s printed no JSON result (%v): %s\nstderr:\n%s", script, err, tail(stdout.String(), 2000), tail(stderr.String(), 4000))
 	}
-	t.Logf("node corpus.mjs took %v", time.Since(start).Round(time.Millisecond))
+	t.Logf("node %s took %v", script, time.Since(start).Round(time.Millisecond))
 }

@@ -39,7 +39,8 @@ func TestMetrics(t *testing.T) {
 		}
 	}
 	addr := freeAddr(t)
-	g := startGateway(t, s, "METRICS_ADDR="+addr, "MAILBOX_ACCESS=full",
+	rs := mailtest.StartRedis(t, mailtest.RedisOptions{})
+	g := startGateway(t, s, "METRICS_ADDR="+addr, "MAILBOX_ACCESS=full", "REDIS_URL="+rs.URL(0),
 		"SMTP_HOST=127.0.0.1", "SMTP_PORT="+strconv.Itoa(s.SubmissionsPort), "SMTP_SECURITY=tls")
 
 	var token string
@@ -135,6 +136,13 @@ func TestMetrics(t *testing.T) {
 		}
 		if len(buckets) < 10 {
 			t.Errorf("%d buckets for imap_list_emails, want the full histogram", len(buckets))
+		}
+		// the shared memory (REDIS_URL): its check at start-up at least
+		if series[`mailbox_mcp_redis_operations_total{op="ping",result="ok"}`] < 1 || series[`mailbox_mcp_redis_up`] != 1 {
+			t.Errorf("redis series: ping ok %v, up %v", series[`mailbox_mcp_redis_operations_total{op="ping",result="ok"}`], series[`mailbox_mcp_redis_up`])
+		}
+		if _, ok := series[`mailbox_mcp_redis_operation_duration_seconds_count{op="once.use"}`]; !ok {
+			t.Error("no latency series for once.use")
 		}
 		if series[`mailbox_mcp_http_responses_total{code="200"}`] < 8 {
 			t.Errorf("http 200 responses: %v", series[`mailbox_mcp_http_responses_total{code="200"}`])

@@ -167,7 +167,7 @@ func TestProviderSignIn(t *testing.T) {
 // tokens of 60 s); the gateway's own host is "localhost", the provider's
 // mailboxes are at "127.0.0.1" (both s), so the provider's host is routed
 // as its own.
-func providerGateway(t *testing.T, h *mailtest.Hydra, s *mailtest.Stack) (*restartable, hydra.Client, string) {
+func providerGateway(t *testing.T, h *mailtest.Hydra, s *mailtest.Stack, extra ...string) (*restartable, hydra.Client, string) {
 	t.Helper()
 	key, _ := credentials.NewKey()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -187,6 +187,7 @@ func providerGateway(t *testing.T, h *mailtest.Hydra, s *mailtest.Stack) (*resta
 		"OIDC_SCOPES=openid email offline_access mail", "OIDC_IMAP_HOST=127.0.0.1", "OIDC_IMAP_PORT=" + strconv.Itoa(s.IMAPSPort),
 		"OIDC_SMTP_HOST=127.0.0.1", "OIDC_SMTP_PORT=" + strconv.Itoa(s.SubmissionPort),
 	}
+	env = append(env, extra...)
 	g := &restartable{t: t, addr: addr, env: env, logs: &logBuffer{}}
 	g.serve(ln)
 	t.Cleanup(func() {

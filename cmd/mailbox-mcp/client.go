@@ -1,20 +1,16 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"html"
 	"io"
 	"net"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,7 +33,7 @@ const (
 	exitUsage       = 2   // bad flags or arguments, or a bad MAILBOX_URL
 	exitUnavailable = 3   // the gateway cannot be reached, or it answered 5xx
 	exitRefused     = 4   // the gateway refused the call (4xx: bad argument, credentials, no such message)
-	exitApproval    = 5   // waiting for a person's approval: the link was printed
+	exitApproval    = 5   // waiting for a person's approval: the link was printed, for a browser
 	exitInterrupted = 130 // interrupted (Ctrl-C)
 )
 
@@ -50,8 +46,8 @@ const clientHelp = `Exit status:
   4  the gateway refused the call (a bad argument, missing or wrong
      credentials, no such message or folder)
   5  a person must approve the call first (APPROVAL): the approval link was
-     printed; on a terminal you are asked instead, and the status is then
-     0 when approved and done, 1 when rejected
+     printed; the person opens it in a browser, signs in as the mailbox and
+     answers there (this command never approves anything itself)
 
 Environment:
   MAILBOX_URL    the gateway, e.g. https://mail-gateway.example.com (default:
@@ -402,7 +398,7 @@ func cmdClient(name string, args []string, stdin io.Reader, stdout, stderr io.Wr
 		return exitUnavailable
 	}
 	if resp.StatusCode == http.StatusAccepted {
-		return approvalPending(ctx, name, body, stdin, stdout, stderr)
+		return approvalPending(name, body, stdout, stderr)
 	}
 	if resp.StatusCode != http.StatusOK {
 		msg := errorMessage(resp, body)
@@ -564,9 +560,11 @@ func unwrapURLError(err error) error {
 }
 
 // approvalPending handles a call that waits for a person's approval: it
-// prints the link; on a terminal it shows the approval page's summary and
-// asks, and answers the page (Approve or Reject) for the person.
-func approvalPending(ctx context.Context, name string, body []byte, stdin io.Reader, stdout, stderr io.Writer) int {
+// prints the link for the person to open in a browser, where they sign in
+// as the mailbox. It never answers the page itself: whoever runs this
+// command (an agent, a script) holds the mailbox's credentials, and an
+// approval it could give itself would be none.
+func approvalPending(name string, body []byte, stdout, stderr io.Writer) int {
 	var both struct {
 		Result struct {
 			Approval struct {
@@ -580,85 +578,6 @@ func approvalPending(ctx context.Context, name string, body []byte, stdin io.Rea
 		fmt.Fprintf(stderr, "mailbox-mcp %s: the gateway asked for approval without a link\n", name)
 		return exitUnavailable
 	}
-	link := both.Result.Approval.URL
-	if !isTerminal(stdin) {
-		fmt.Fprintf(stdout, "Waiting for approval: nothing has happened yet. Open this link to approve or reject (it works once):\n%s\n", link)
-		return exitApproval
-	}
-	jar, _ := cookiejar.New(nil)
-	hc := &http.Client{Jar: jar, Timeout: time.Minute}
-	page, err := fetchPage(ctx, hc, http.MethodGet, link, nil)
-	if err != nil {
-		fmt.Fprintf(stderr, "mailbox-mcp %s: the approval page: %v\n", name, err)
-		return exitUnavailable
-	}
-	fmt.Fprintf(stderr, "%s\n\nApprove? [y/N] ", pageText(page))
-	answer, _ := bufio.NewReader(stdin).ReadString('\n')
-	action := "reject"
-	if a := strings.ToLower(strings.TrimSpace(answer)); a == "y" || a == "yes" {
-		action = "approve"
-	}
-	m := csrfValue.FindStringSubmatch(page)
-	if m == nil {
-		fmt.Fprintf(stderr, "mailbox-mcp %s: the approval page has no form: %s\n", name, pageText(page))
-		return exitRefused
-	}
-	done, err := fetchPage(ctx, hc, http.MethodPost, link, url.Values{"csrf": {html.UnescapeString(m[1])}, "action": {action}})
-	if err != nil {
-		fmt.Fprintf(stderr, "mailbox-mcp %s: %v\n", name, err)
-		return exitRefused
-	}
-	fmt.Fprintln(stdout, pageText(done))
-	if action == "reject" {
-		return exitNothing
-	}
-	return exitFound
-}
-
-var (
-	csrfValue = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
-	tags      = regexp.MustCompile(`(?s)<style.*?</style>|<[^>]+>`)
-	blankRuns = regexp.MustCompile(`\n\s*\n+`)
-)
-
-// fetchPage gets or posts to the approval page; a status other than 200
-// is an error carrying the page's text.
-func fetchPage(ctx context.Context, hc *http.Client, method, link string, form url.Values) (string, error) {
-	var body io.Reader
-	if form != nil {
-		body = strings.NewReader(form.Encode())
-	}
-	req, err := http.NewRequestWithContext(ctx, method, link, body)
-	if err != nil {
-		return "", err
-	}
-	if form != nil {
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return "", unwrapURLError(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", errors.New(pageText(string(b)))
-	}
-	return string(b), nil
-}
-
-// pageText is the approval page as plain text, for the terminal.
-func pageText(page string) string {
-	main := page
-	if i := strings.Index(page, "<main>"); i >= 0 {
-		main = page[i:]
-	}
-	if i := strings.Index(main, "<form"); i >= 0 {
-		main = main[:i]
-	}
-	t := html.UnescapeString(tags.ReplaceAllString(main, "\n"))
-	return strings.TrimSpace(blankRuns.ReplaceAllString(t, "\n"))
+	fmt.Fprintf(stdout, "Waiting for approval: nothing has happened yet. The person whose mailbox this is opens this link in a browser, signs in, and approves or rejects it there (it works once):\n%s\n", both.Result.Approval.URL)
+	return exitApproval
 }

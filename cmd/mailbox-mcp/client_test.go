@@ -295,47 +295,30 @@ func TestCLIApproval(t *testing.T) {
 	}
 	subject := fmt.Sprint("cli approval ", time.Now().UnixNano())
 	r := runCLI(t, aliceEnv, "", "send", "--to", bob.Address, "--subject", subject, "--text", "hello").want(t, exitApproval)
-	if !strings.Contains(r.stdout, "/approve/apl1.") || received(subject) {
+	if !strings.Contains(r.stdout, "/approve/apl1.") || !strings.Contains(r.stdout, "browser") || received(subject) {
 		t.Fatalf("without a terminal: %q (received %v)", r.stdout, received(subject))
 	}
-	onTerminal := func(answer, subject string) cliRun {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		line := fmt.Sprintf("%q send --to %q --subject %q --text hello", os.Args[0], bob.Address, subject)
-		cmd := exec.CommandContext(ctx, scriptCmd, "-q", "-e", "-c", line, "/dev/null")
-		cmd.Env = append([]string{"MAILBOX_MCP_MAIN=1", "PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "TERM=dumb"}, aliceEnv...)
-		// The answer comes once the question is on the terminal.
-		pr, pw := io.Pipe()
-		cmd.Stdin = pr
-		out := &syncBuilder{}
-		cmd.Stdout, cmd.Stderr = out, out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		go func() {
-			for i := 0; i < 200 && !strings.Contains(out.String(), "Approve?"); i++ {
-				time.Sleep(50 * time.Millisecond)
-			}
-			io.WriteString(pw, answer+"\n")
-			pw.Close() // (Wait waits for the end of standard input)
-		}()
-		err := cmd.Wait()
-		res := cliRun{stdout: out.String()}
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			res.code = ee.ExitCode()
-		}
-		return res
+	// On a terminal (which an agent can fake with script(1) as easily as
+	// this test does) the command still only prints the link: it holds
+	// the mailbox's password, so an approval it gave would be the
+	// agent's own.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	yes := fmt.Sprint("cli on a terminal ", time.Now().UnixNano())
+	line := fmt.Sprintf("%q send --to %q --subject %q --text hello", os.Args[0], bob.Address, yes)
+	cmd := exec.CommandContext(ctx, scriptCmd, "-q", "-e", "-c", line, "/dev/null")
+	cmd.Env = append([]string{"MAILBOX_MCP_MAIN=1", "PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "TERM=dumb"}, aliceEnv...)
+	cmd.Stdin = strings.NewReader("y\n")
+	out := &syncBuilder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	err = cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != exitApproval || !strings.Contains(out.String(), "/approve/apl1.") || strings.Contains(out.String(), "Approve?") {
+		t.Fatalf("on a terminal: %v %q", err, out.String())
 	}
-	yes := fmt.Sprint("cli approved ", time.Now().UnixNano())
-	r = onTerminal("y", yes)
-	if r.code != exitFound || !strings.Contains(r.stdout, "To") || !strings.Contains(r.stdout, bob.Address) || !strings.Contains(r.stdout, "Sent") || !received(yes) {
-		t.Fatalf("approved on the terminal: %d %q (received %v)", r.code, r.stdout, received(yes))
-	}
-	no := fmt.Sprint("cli rejected ", time.Now().UnixNano())
-	r = onTerminal("n", no)
-	if r.code != exitNothing || !strings.Contains(r.stdout, "Rejected") || received(no) {
-		t.Fatalf("rejected on the terminal: %d %q (received %v)", r.code, r.stdout, received(no))
+	time.Sleep(time.Second)
+	if received(yes) {
+		t.Fatal("the command approved its own send")
 	}
 }
 

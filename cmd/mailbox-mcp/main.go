@@ -302,7 +302,7 @@ func isTerminal(r io.Reader) bool {
 }
 
 func cmdHealthcheck(args []string, stdout, stderr io.Writer) int {
-	fs := newFlags("healthcheck", "Exit 0 if the gateway's /health answers \"ok\" within the timeout, 1 otherwise.\nMeant for container health checks; uses PORT and BIND_ADDRESS.", stderr)
+	fs := newFlags("healthcheck", "Exit 0 if the gateway's /health answers \"ok\" (or \"degraded\": alive, a shared dependency\nsuch as Redis away) within the timeout, 1 otherwise.\nMeant for container health checks; uses PORT and BIND_ADDRESS.", stderr)
 	url := fs.String("url", config.HealthURL(), "health URL to check")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait")
 	if code, stop := parse(fs, args); stop {
@@ -316,9 +316,16 @@ func cmdHealthcheck(args []string, stdout, stderr io.Writer) int {
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"ok"`) {
+	degraded := strings.Contains(string(body), `"status":"degraded"`)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"status":"ok"`) && !degraded {
 		fmt.Fprintf(stderr, "unhealthy: %s %s\n", resp.Status, strings.TrimSpace(string(body)))
 		return exitFail
+	}
+	// Degraded is alive: every replica shares the dependency, and a
+	// restart would not bring it back.
+	if degraded {
+		fmt.Fprintf(stdout, "healthy, degraded: %s\n", strings.TrimSpace(string(body)))
+		return exitOK
 	}
 	fmt.Fprintln(stdout, "healthy")
 	return exitOK

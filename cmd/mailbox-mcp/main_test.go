@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/hex"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"strconv"
@@ -45,6 +47,8 @@ func TestServeRefusesBadConfig(t *testing.T) {
 		{"non-hex key", []string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + key[:62] + "zz"}, "ENCRYPTION_KEY: expected 64 hex characters"},
 		{"PORT=abc", []string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + key, "PORT=abc"}, `PORT: expected a whole number, got "abc"`},
 		{"empty IMAP_HOST", []string{"IMAP_HOST=", "ENCRYPTION_KEY=" + key}, "IMAP_HOST: required"},
+		{"REDIS_URL without scheme", []string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + key, "REDIS_URL=redis.internal:6379"}, "REDIS_URL: expected a redis:// or rediss:// URL"},
+		{"REDIS_FAIL=maybe", []string{"IMAP_HOST=imap.example.test", "ENCRYPTION_KEY=" + key, "REDIS_FAIL=maybe"}, `REDIS_FAIL: expected closed or open, got "maybe"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -212,6 +216,35 @@ func TestTokenCommandNeverAboveTheOperator(t *testing.T) {
 					t.Errorf("%s: sealed %+v", name, c.Scope)
 				}
 			}
+		}
+	}
+}
+
+// healthcheck passes a gateway whose shared dependency (Redis) is away:
+// /health says "degraded" with 200, the process is alive, and a restart
+// would not bring Redis back. Anything else is unhealthy.
+func TestHealthcheckDegradedIsAlive(t *testing.T) {
+	for _, c := range []struct {
+		code int
+		body string
+		ok   bool
+	}{
+		{200, `{"status":"ok","service":"mailbox-mcp"}`, true},
+		{200, `{"status":"degraded","redis":"degraded","service":"mailbox-mcp"}`, true},
+		{200, `{"status":"broken"}`, false},
+		{503, `{"status":"degraded"}`, false},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(c.code)
+			w.Write([]byte(c.body))
+		}))
+		out, err := command(context.Background(), nil, "healthcheck", "--url", srv.URL+"/health", "--timeout", "2s").CombinedOutput()
+		srv.Close()
+		if (err == nil) != c.ok {
+			t.Errorf("%d %s: %v %s, want healthy=%v", c.code, c.body, err, out, c.ok)
+		}
+		if c.ok && strings.Contains(c.body, "degraded") && !strings.Contains(string(out), "degraded") {
+			t.Errorf("a degraded gateway's healthcheck does not say so: %s", out)
 		}
 	}
 }

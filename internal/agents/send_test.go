@@ -243,7 +243,7 @@ func TestBroadcastDirectoryPrune(t *testing.T) {
 		t.Fatal(err)
 	}
 	d.Unselect().Wait()
-	p, err := s.Prune(ctx, creds, "frontend", 30)
+	p, err := s.Prune(ctx, creds, "frontend", 30, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestBroadcastDirectoryPrune(t *testing.T) {
 	if c := counts(t, d); c["Agents/frontend"] != [2]uint32{3, 2} {
 		t.Fatalf("after prune %v", c)
 	}
-	if _, err := s.Prune(ctx, creds, "", 0); err != nil {
+	if _, err := s.Prune(ctx, creds, "", 0, nil); err != nil {
 		t.Fatal(err)
 	}
 }

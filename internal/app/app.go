@@ -30,6 +30,8 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/hosts"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/httpapi"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailbox"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/metrics"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/oauth"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
@@ -56,6 +58,7 @@ type App struct {
 	tools   []tools.Tool
 	handler http.Handler
 	metrics *metrics.Metrics // nil without METRICS_ADDR
+	memory  memory.Store     // the shared memories (REDIS_URL), or this process's
 }
 
 // New builds the gateway from cfg.
@@ -83,6 +86,20 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		return nil, err
 	}
 	m := newMetrics(cfg)
+	// The memories that make codes, refresh tokens and approvals
+	// single-use, and limits count, across replicas (REDIS_URL).
+	// TODO(issue 38, phase 2): guard.Config, approval.New and oauth.Config
+	// take it, in place of their own in-process maps.
+	mem, err := newMemory(cfg, log, m)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			mem.Close()
+		}
+	}()
 	signIn := signInProviders(cfg)
 	mailHosts, err := servedHosts(cfg, tlsConf, signIn)
 	if err != nil {
@@ -110,7 +127,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits,
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
 		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
-		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, nil), ApprovalTTL: cfg.ApprovalTTL,
+		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, approval.Options{MaxPending: cfg.ApprovalMaxPending}), ApprovalTTL: cfg.ApprovalTTL,
 		Hosts: mailHosts}
 	var sub *submission.Client
 	if cfg.SMTPEnabled() || providersSend(signIn) {
@@ -176,15 +193,29 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		server.WithDisableLocalhostProtection(true),
 		server.WithStreamableHTTPLogger(log.With("component", "mcp")),
 	)
+	// The approval page: it shows nothing, and takes no answer, but to the
+	// person signed in as the mailbox, with its password (a real login,
+	// limited as the sign-in page's are) or at its provider.
+	pageCfg := approval.PageConfig{Approvals: deps.Approvals, Exec: tools.Approver(deps, toolset), Log: log,
+		Secure: strings.HasPrefix(cfg.PublicURL, "https://"), Password: approverPassword(limits, mb)}
 	// The gateway as its own OAuth authorization server (PUBLIC_URL, OAUTH=on).
 	var signInServer httpapi.OAuth
+	var page *approval.Page
 	if cfg.OAuthEnabled() {
-		signInServer = oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
+		as := oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
 			Operator: cfg.Access(), AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, Logger: log,
 			Observe: m.OAuth, SMTP: smtpVerifier(sub), Guard: limits,
 			MaxGrants: cfg.OAuthMaxGrants, GrantsPerAccount: cfg.OAuthGrantsPerAccount,
-			Providers: signIn, Hosts: mailHosts})
+			Providers: signIn, Hosts: mailHosts,
+			Identified: func(w http.ResponseWriter, r *http.Request, who credentials.Credentials, returnTo string) {
+				page.Identified(w, r, who, returnTo)
+			}})
+		signInServer = as
+		if len(signIn) > 0 {
+			pageCfg.Providers = approverProviders{as}
+		}
 	}
+	page = approval.NewPage(pageCfg)
 	handler := httpapi.New(httpapi.Options{
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,
 		MaxRequestBytes: cfg.MaxRequestBytes, Logger: log,
@@ -197,10 +228,40 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		// The approval page is always there (a token may ask for approval
 		// when the operator does not); earlier-protocol clients get a
 		// session that says they can show forms only under APPROVAL.
-		Approval:  approval.NewPage(deps.Approvals, tools.Approver(deps, toolset), log),
-		Approvals: sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
+		Approval:     page,
+		Approvals:    sessionsFor(cfg.ApprovalPolicy(), deps.Approvals),
+		Dependencies: memoryHealth(mem),
 	}, tools.RPCErrors(streamable))
-	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m}, nil
+	ok = true
+	return &App{cfg: cfg, log: log, mailbox: mb, tools: toolset, handler: m.HTTP(handler), metrics: m, memory: mem}, nil
+}
+
+// approverPassword checks a password on the approval page: a real login at
+// the mail server, limited per client address and per account as the
+// sign-in page's are (and by the mail layer's back-off after failures).
+func approverPassword(limits *guard.Guard, mb *mailbox.Client) func(context.Context, credentials.Credentials) error {
+	return func(ctx context.Context, creds credentials.Credentials) error {
+		if wait := max(limits.AllowSignInFrom(ctx), limits.AllowSignInAs(creds.User)); wait > 0 {
+			return mailerr.Newf(mailerr.RateLimited, "too many sign-in attempts for this mailbox or from your network: wait %d seconds and try again", int(wait.Seconds()+0.999))
+		}
+		return mb.Verify(ctx, creds)
+	}
+}
+
+// approverProviders offers the sign-in server's providers on the approval
+// page.
+type approverProviders struct{ as *oauth.Server }
+
+func (p approverProviders) Buttons() []approval.ProviderButton {
+	var out []approval.ProviderButton
+	for _, b := range p.as.ProviderButtons() {
+		out = append(out, approval.ProviderButton{Name: b.Name, Display: b.Display})
+	}
+	return out
+}
+
+func (p approverProviders) Start(w http.ResponseWriter, r *http.Request, name, hint, returnTo string) {
+	p.as.StartIdentity(w, r, name, hint, returnTo)
 }
 
 // signInProviders are the providers the operator configured, in the order
@@ -305,6 +366,10 @@ func sessionsFor(policy access.Approval, a *approval.Approvals) *approval.Approv
 	return a
 }
 
+// Memory is the store of the shared memories (tests, and phase 2's
+// wiring of oauth, approval and guard).
+func (a *App) Memory() memory.Store { return a.memory }
+
 // PoolStats reports the IMAP connection pool's counters.
 func (a *App) PoolStats() pool.Stats { return a.mailbox.Stats() }
 
@@ -358,7 +423,8 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 		defer stopMetrics()
 	}
 	a.log.Info("listening", "addr", ln.Addr().String(), "imap", net.JoinHostPort(a.cfg.IMAPHost, fmt.Sprint(a.cfg.IMAPPort)),
-		"imap_security", string(a.cfg.IMAPMode()), "smtp_enabled", a.cfg.SMTPEnabled(), "version", buildinfo.Version())
+		"imap_security", string(a.cfg.IMAPMode()), "smtp_enabled", a.cfg.SMTPEnabled(), "version", buildinfo.Version(),
+		"shared_memory", memoryName(a.memory))
 
 	var serveErr error
 	select {
@@ -379,6 +445,7 @@ func (a *App) Serve(ctx context.Context, ln net.Listener) error {
 	cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	a.mailbox.Close(cctx)
+	a.memory.Close()
 	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
 		return serveErr
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mcpcall"
 )
@@ -224,28 +225,43 @@ func TestApprovalStateRefusals(t *testing.T) {
 
 var csrfField = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-// page opens an approval link in a cookie jar and answers it.
-func answerPage(t *testing.T, link, action string) (status int, body string) {
+// person is a browser signed in on the approval page as user: it opens
+// link, signs in with password, and comes back to the link.
+func person(t *testing.T, link, user, password string) (*http.Client, string) {
+	hc, _, page := signInOn(t, link, user, password)
+	return hc, page
+}
+
+// signInOn is person with the status of the page it ends on.
+func signInOn(t *testing.T, link, user, password string) (*http.Client, int, string) {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	hc := &http.Client{Jar: jar}
-	resp, err := hc.Get(link)
+	resp, err := hc.PostForm(link, url.Values{"action": {"signin"}, "username": {user}, "password": {password}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	b, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	m := csrfField.FindSubmatch(b)
+	return hc, resp.StatusCode, string(b)
+}
+
+// answerPage signs in as user on the approval page, opens link and
+// answers it.
+func answerPage(t *testing.T, link, action string, u demo.User) (status int, body string) {
+	t.Helper()
+	hc, status, b := signInOn(t, link, u.Address, u.Password)
+	m := csrfField.FindStringSubmatch(b)
 	if m == nil {
-		return resp.StatusCode, string(b)
+		return status, b
 	}
-	resp, err = hc.PostForm(link, url.Values{"csrf": {html.UnescapeString(string(m[1]))}, "action": {action}})
+	resp, err := hc.PostForm(link, url.Values{"csrf": {html.UnescapeString(m[1])}, "action": {action}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ = io.ReadAll(resp.Body)
+	bb, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return resp.StatusCode, string(b)
+	return resp.StatusCode, string(bb)
 }
 
 // TestApprovalByPage: a client that cannot ask gets a link; the page shows
@@ -273,7 +289,8 @@ func TestApprovalByPage(t *testing.T) {
 			if n := count(t, c, "Drafts", subject); n != 1 {
 				t.Fatalf("%d held drafts", n)
 			}
-			resp, err := http.Get(out.Approval.URL)
+			hc, _ := person(t, out.Approval.URL, alice.Address, alice.Password)
+			resp, err := hc.Get(out.Approval.URL)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +304,7 @@ func TestApprovalByPage(t *testing.T) {
 			if strings.Contains(string(page), "<script>") || resp.Header.Get("X-Frame-Options") != "DENY" || !strings.Contains(resp.Header.Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 				t.Errorf("page protections: %v", resp.Header)
 			}
-			status, body := answerPage(t, out.Approval.URL, action)
+			status, body := answerPage(t, out.Approval.URL, action, alice)
 			if status != 200 {
 				t.Fatalf("%s: %d %s", action, status, body)
 			}
@@ -304,7 +321,7 @@ func TestApprovalByPage(t *testing.T) {
 			if n := count(t, c, "Drafts", subject); n != 0 {
 				t.Fatalf("%d drafts left", n)
 			}
-			if status, body := answerPage(t, out.Approval.URL, action); status != http.StatusGone || !strings.Contains(body, "already used") {
+			if status, body := answerPage(t, out.Approval.URL, action, alice); status != http.StatusGone || !strings.Contains(body, "already used") {
 				t.Fatalf("second answer: %d %s", status, body)
 			}
 			if n := inbox(t, g, 1, subject); n != want {
@@ -317,16 +334,11 @@ func TestApprovalByPage(t *testing.T) {
 		res := mailtest.Call(t, c, "imap_delete_folder", map[string]any{"folder": "Doomed"})
 		var out struct{ Approval struct{ URL string } }
 		mailtest.Decode(t, res, &out)
-		resp, err := http.Get(out.Approval.URL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		page, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if !strings.Contains(string(page), "Doomed") || !strings.Contains(string(page), "cannot be undone") {
+		_, page := person(t, out.Approval.URL, alice.Address, alice.Password)
+		if !strings.Contains(page, "Doomed") || !strings.Contains(page, "cannot be undone") {
 			t.Fatalf("page: %s", page)
 		}
-		if status, body := answerPage(t, out.Approval.URL, "approve"); status != 200 || !strings.Contains(body, "Deleted folder") {
+		if status, body := answerPage(t, out.Approval.URL, "approve", alice); status != 200 || !strings.Contains(body, "Deleted folder") {
 			t.Fatalf("approve: %d %s", status, body)
 		}
 		folders := mailtest.Text(mailtest.Call(t, c, "imap_list_folders", map[string]any{}))
@@ -334,4 +346,181 @@ func TestApprovalByPage(t *testing.T) {
 			t.Fatalf("the folder is still there:\n%s", folders)
 		}
 	})
+}
+
+// pendingOf decodes a result waiting on the approval page.
+func pendingOf(t *testing.T, res *mcp.CallToolResult) (link string, draft uint32) {
+	t.Helper()
+	var out struct {
+		Approval struct {
+			URL      string
+			DraftUID uint32 `json:"draft_uid"`
+		}
+	}
+	mailtest.Decode(t, res, &out)
+	if out.Approval.URL == "" {
+		t.Fatalf("no approval link: %s", mailtest.Text(res))
+	}
+	return out.Approval.URL, out.Approval.DraftUID
+}
+
+// TestApprovalNeedsThePerson: the model holds the link the result gave
+// it, and an HTTP tool (curl). It sees a sign-in form and nothing of the
+// message; its own cookie and form value, the page's old trick, do
+// nothing; signing in as another mailbox (whose password it may know)
+// does nothing. Only the person, signed in as the mailbox, sees and
+// approves, once.
+func TestApprovalNeedsThePerson(t *testing.T) {
+	g := startDemoGatewayWith(t, true, "APPROVAL=send")
+	alice, bob := g.Users[0], g.Users[1]
+	c := mailtest.MCPClient(t, g.URL, headers(alice), legacy)
+	subject := fmt.Sprint("Wire 9000 EUR ", time.Now().UnixNano())
+	link, draft := pendingOf(t, mailtest.Call(t, c, "smtp_send_email", map[string]any{"to": []any{bob.Address}, "subject": subject, "text": "to account 12345"}))
+
+	// The model: GET, then POST with a cookie and csrf of its choosing.
+	resp, err := http.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `id="signin"`) || strings.Contains(string(b), "Wire 9000") || strings.Contains(string(b), "12345") || strings.Contains(string(b), bob.Address) {
+		t.Fatalf("the link alone shows: %d %s", resp.StatusCode, b)
+	}
+	for _, cookie := range []string{"mbx_approve", "mbx_approver", "__Host-mbx_approver"} {
+		req, _ := http.NewRequest(http.MethodPost, link, strings.NewReader(url.Values{"csrf": {"forged"}, "action": {"approve"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.AddCookie(&http.Cookie{Name: cookie, Value: "forged"})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Fatalf("a forged %s: %d", cookie, resp.StatusCode)
+		}
+	}
+	// Signed in as bob (another mailbox of this gateway).
+	if status, body := answerPage(t, link, "approve", bob); status != http.StatusOK || !strings.Contains(body, "another mailbox") {
+		t.Fatalf("bob: %d %s", status, body)
+	}
+	if n := inbox(t, g, 1, subject); n != 0 {
+		t.Fatalf("%d delivered before the person approved", n)
+	}
+	if n := count(t, c, "Drafts", subject); n != 1 || draft == 0 {
+		t.Fatalf("%d held drafts", n)
+	}
+	// The person.
+	if status, body := answerPage(t, link, "approve", alice); status != http.StatusOK || !strings.Contains(body, "Sent") {
+		t.Fatalf("alice: %d %s", status, body)
+	}
+	if n := inbox(t, g, 1, subject); n != 1 {
+		t.Fatalf("%d delivered, want 1", n)
+	}
+}
+
+// TestApprovalUnproven: a call with credentials the mail server refuses
+// gets no link and no form, and takes no place: a made-up user cannot
+// fill anyone's approvals.
+func TestApprovalUnproven(t *testing.T) {
+	g := startDemoGatewayWith(t, true, "APPROVAL=send", "APPROVAL_MAX_PENDING=1")
+	bob := g.Users[1]
+	for i := range 5 {
+		nobody := map[string]string{"x-imap-user": fmt.Sprintf("nobody%d@nowhere.invalid", i), "x-imap-pass": "x"}
+		for _, proto := range []string{legacy, modern} {
+			var c *client.Client
+			e := &elicitor{action: mcp.ElicitationResponseActionAccept}
+			if proto == modern {
+				c = approvalClient(t, g, nobody, modern, e, nil)
+			} else {
+				c = mailtest.MCPClient(t, g.URL, nobody, legacy)
+			}
+			res := mailtest.Call(t, c, "smtp_send_email", map[string]any{"to": []any{bob.Address}, "subject": "x", "text": "x"})
+			if !res.IsError || strings.Contains(mailtest.Text(res), "/approve/") || res.StructuredContent != nil || len(e.messages()) != 0 {
+				t.Fatalf("unproven credentials got %d forms and: %s", len(e.messages()), mailtest.Text(res))
+			}
+		}
+	}
+	// bob's one place is his.
+	c := mailtest.MCPClient(t, g.URL, headers(bob), legacy)
+	pendingOf(t, mailtest.Call(t, c, "smtp_send_email", map[string]any{"to": []any{g.Users[0].Address}, "subject": "bob's", "text": "x"}))
+}
+
+// TestApprovalPendingCap: one mailbox may have APPROVAL_MAX_PENDING
+// approvals waiting; past it the call is refused with a sentence, holds
+// no draft, and another mailbox is not affected.
+func TestApprovalPendingCap(t *testing.T) {
+	g := startDemoGatewayWith(t, true, "APPROVAL=send", "APPROVAL_MAX_PENDING=3")
+	alice, bob := g.Users[0], g.Users[1]
+	c := mailtest.MCPClient(t, g.URL, headers(alice), legacy)
+	subject := fmt.Sprint("Capped ", time.Now().UnixNano())
+	links, refused := 0, 0
+	for range 6 {
+		res := mailtest.Call(t, c, "smtp_send_email", map[string]any{"to": []any{bob.Address}, "subject": subject, "text": "x"})
+		switch {
+		case !res.IsError:
+			pendingOf(t, res)
+			links++
+		case strings.Contains(mailtest.Text(res), "APPROVAL_MAX_PENDING") && strings.Contains(mailtest.Text(res), "3 approvals waiting"):
+			refused++
+		default:
+			t.Fatalf("unexpected: %s", mailtest.Text(res))
+		}
+	}
+	if links != 3 || refused != 3 {
+		t.Fatalf("%d links, %d refused", links, refused)
+	}
+	if n := count(t, c, "Drafts", subject); n != 3 {
+		t.Fatalf("%d held drafts, want 3", n)
+	}
+	cb := mailtest.MCPClient(t, g.URL, headers(bob), legacy)
+	pendingOf(t, mailtest.Call(t, cb, "smtp_send_email", map[string]any{"to": []any{alice.Address}, "subject": subject, "text": "x"}))
+}
+
+// TestApprovalLogsNoSecret: a whole approval run (a form, a link signed
+// in to and approved, one rejected) at LOG_LEVEL=debug leaves no link
+// token, requestState, sign-in cookie or password in any log line.
+func TestApprovalLogsNoSecret(t *testing.T) {
+	g := startDemoGatewayWith(t, true, "APPROVAL=send")
+	alice, bob := g.Users[0], g.Users[1]
+	var secrets []string
+	rw := &rewriter{}
+	fc := approvalClient(t, g, headers(alice), modern, &elicitor{action: mcp.ElicitationResponseActionAccept}, &http.Client{Transport: rw})
+	if res := mailtest.Call(t, fc, "smtp_send_email", map[string]any{"to": []any{bob.Address}, "subject": "form", "text": "x"}); res.IsError {
+		t.Fatal(mailtest.Text(res))
+	}
+	var retry struct{ Params struct{ RequestState string } }
+	json.Unmarshal(rw.retry, &retry)
+	secrets = append(secrets, retry.Params.RequestState)
+	c := mailtest.MCPClient(t, g.URL, headers(alice), legacy)
+	for _, action := range []string{"approve", "reject"} {
+		link, _ := pendingOf(t, mailtest.Call(t, c, "smtp_send_email", map[string]any{"to": []any{bob.Address}, "subject": action, "text": "x"}))
+		hc, _ := person(t, link, alice.Address, alice.Password)
+		u, _ := url.Parse(link)
+		for _, ck := range hc.Jar.Cookies(u) {
+			secrets = append(secrets, ck.Value)
+		}
+		if status, body := answerPage(t, link, action, alice); status != http.StatusOK {
+			t.Fatalf("%s: %d %s", action, status, body)
+		}
+		secrets = append(secrets, strings.TrimPrefix(u.Path, "/approve/"))
+	}
+	secrets = append(secrets, alice.Password)
+	logs := g.Logs.String()
+	if !strings.Contains(logs, `"path":"/approve/…"`) {
+		t.Fatalf("no approval request was logged:\n%s", logs)
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		for _, s := range secrets {
+			// Any 24 characters of a secret are too many (all of a shorter one).
+			if len(s) < 24 && strings.Contains(line, s) {
+				t.Fatalf("a log line holds a secret:\n%s", line)
+			}
+			for i := 0; i+24 <= len(s); i += 12 {
+				if strings.Contains(line, s[i:i+24]) {
+					t.Fatalf("a log line holds part of a secret:\n%s", line)
+				}
+			}
+		}
+	}
 }

@@ -19,27 +19,39 @@ import (
 
 type elicitKey struct{}
 
+// Modes are the kinds of elicitation a client declared it can show its
+// user: a form (accept or decline, in the client), and a URL the client
+// opens for the person, never showing it to the model (MCP 2025-11-25).
+type Modes struct{ Form, URL bool }
+
+// Any reports whether the client can ask its user at all.
+func (m Modes) Any() bool { return m.Form || m.URL }
+
 // WithElicit returns ctx marked as coming from a client that can show its
-// user a form.
-func WithElicit(ctx context.Context) context.Context {
-	return context.WithValue(ctx, elicitKey{}, true)
+// user what m says.
+func WithElicit(ctx context.Context, m Modes) context.Context {
+	return context.WithValue(ctx, elicitKey{}, m)
 }
 
-// CanElicit reports whether ctx was marked by WithElicit.
-func CanElicit(ctx context.Context) bool {
-	v, _ := ctx.Value(elicitKey{}).(bool)
-	return v
+// ElicitModes is what WithElicit marked ctx with.
+func ElicitModes(ctx context.Context) Modes {
+	m, _ := ctx.Value(elicitKey{}).(Modes)
+	return m
 }
 
 type sessionPayload struct {
 	A string `json:"a"`
 	N string `json:"n"`
+	// The modes; a session made before modes were kept says neither,
+	// and means a form.
+	F bool `json:"f,omitempty"`
+	U bool `json:"u,omitempty"`
 }
 
 // NewSession makes a session id for a client of account that can show
-// forms.
-func (a *Approvals) NewSession(account string) (string, error) {
-	plain, err := json.Marshal(sessionPayload{A: account, N: nonce()})
+// its user what m says.
+func (a *Approvals) NewSession(account string, m Modes) (string, error) {
+	plain, err := json.Marshal(sessionPayload{A: account, N: nonce(), F: m.Form, U: m.URL})
 	if err != nil {
 		return "", err
 	}
@@ -49,14 +61,22 @@ func (a *Approvals) NewSession(account string) (string, error) {
 // IsSession reports whether id looks like a session id NewSession makes.
 func IsSession(id string) bool { return strings.HasPrefix(id, string(credentials.KindApprovalSession)) }
 
-// OpenSession reports whether id was made here for account.
-func (a *Approvals) OpenSession(id, account string) bool {
+// OpenSession reports whether id was made here for account, and the
+// modes it carries.
+func (a *Approvals) OpenSession(id, account string) (Modes, bool) {
 	plain, err := a.sealer.OpenOAuth(credentials.KindApprovalSession, id)
 	if err != nil {
-		return false
+		return Modes{}, false
 	}
 	var p sessionPayload
-	return json.Unmarshal(plain, &p) == nil && p.N != "" && account != "" && p.A == account
+	if json.Unmarshal(plain, &p) != nil || p.N == "" || account == "" || p.A != account {
+		return Modes{}, false
+	}
+	m := Modes{Form: p.F, URL: p.U}
+	if !m.Any() {
+		m.Form = true
+	}
+	return m, true
 }
 
 // Account is the canonical account of the caller in ctx (headers, sign-in

@@ -24,6 +24,7 @@ import (
 	"github.com/caarlos0/env/v11"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 )
 
 // Security says how a mail connection is protected.
@@ -62,12 +63,13 @@ type Config struct {
 	TrashFolder        string   `env:"TRASH_FOLDER" desc:"folder imap_trash_emails moves mail to; empty finds it (SPECIAL-USE \\Trash, then common names)"`
 	SentFolder         string   `env:"SENT_FOLDER" desc:"folder that receives the copy of sent mail; empty finds it (SPECIAL-USE \\Sent, then common names); none saves no copy (for servers that file sent mail themselves, such as Gmail)"`
 
-	MailboxAccess string        `env:"MAILBOX_ACCESS" envDefault:"read" desc:"what the tools may change in a mailbox: read (look, mark what is read as seen, reply), organize (also flags, move, trash, folders, drafts) or full (also delete for good); a token can narrow it, never widen it"`
-	Approval      string        `env:"APPROVAL" envDefault:"off" desc:"what a person approves before it happens: off; send (every message that leaves: send, reply, forward, a draft sent); destructive (permanent deletion, deleting a folder, pruning agent mail); all (both). The client asks its user (MCP elicitation) where it can, else the tool answers with a link to an approval page; a token can ask for more, never less"`
-	ApprovalTTL   time.Duration `env:"APPROVAL_TTL" envDefault:"30m" desc:"how long an approval link (and the draft waiting behind it) stays valid; a form the client shows its user is valid for 5 minutes"`
-	Agents        string        `env:"AGENTS" envDefault:"on" desc:"on: the agent_ tools, for several agents working in one mailbox, each with a folder of its own under AGENTS_FOLDER; off removes them"`
-	AgentsFolder  string        `env:"AGENTS_FOLDER" envDefault:"Agents" desc:"the folder holding one folder per agent (Agents/backend, Agents/frontend), created on first use"`
-	PublicURL     string        `env:"PUBLIC_URL" desc:"the gateway's external base URL (https://mail-mcp.example.com), used in the attachment download links it hands out; empty derives it from each request's Host (and X-Forwarded-Proto from TRUSTED_PROXIES)"`
+	MailboxAccess      string        `env:"MAILBOX_ACCESS" envDefault:"read" desc:"what the tools may change in a mailbox: read (look, mark what is read as seen, reply), organize (also flags, move, trash, folders, drafts) or full (also delete for good); a token can narrow it, never widen it"`
+	Approval           string        `env:"APPROVAL" envDefault:"off" desc:"what a person approves before it happens: off; send (every message that leaves: send, reply, forward, a draft sent); destructive (permanent deletion, deleting a folder, pruning agent mail); all (both). The client asks its user (MCP elicitation) where it can, else the tool answers with a link to an approval page; a token can ask for more, never less"`
+	ApprovalTTL        time.Duration `env:"APPROVAL_TTL" envDefault:"30m" desc:"how long an approval link (and the draft waiting behind it) stays valid; a form the client shows its user is valid for 5 minutes"`
+	ApprovalMaxPending int           `env:"APPROVAL_MAX_PENDING" envDefault:"20" desc:"how many approvals one mailbox may have waiting for a person's answer at a time (links and forms neither answered nor expired); past it the tool refuses with a sentence, for that mailbox only"`
+	Agents             string        `env:"AGENTS" envDefault:"on" desc:"on: the agent_ tools, for several agents working in one mailbox, each with a folder of its own under AGENTS_FOLDER; off removes them"`
+	AgentsFolder       string        `env:"AGENTS_FOLDER" envDefault:"Agents" desc:"the folder holding one folder per agent (Agents/backend, Agents/frontend), created on first use"`
+	PublicURL          string        `env:"PUBLIC_URL" desc:"the gateway's external base URL (https://mail-mcp.example.com), used in the attachment download links it hands out; empty derives it from each request's Host (and X-Forwarded-Proto from TRUSTED_PROXIES)"`
 
 	MailCAFile         string `env:"MAIL_CA_FILE" desc:"PEM file of extra CA certificates to trust for the IMAP and SMTP servers (self-signed servers)"`
 	AllowPlaintextAuth bool   `env:"ALLOW_PLAINTEXT_AUTH" envDefault:"false" desc:"allow sending passwords over an unencrypted mail connection (local development only)"`
@@ -137,7 +139,12 @@ type Config struct {
 	OIDCSMTPPort          int      `env:"OIDC_SMTP_PORT" envDefault:"465" desc:"its submission port: 465 implicit TLS, any other STARTTLS"`
 	MailHosts             []string `env:"MAIL_HOSTS" envSeparator:"," desc:"comma-separated mail hosts besides IMAP_HOST that people may use with a password (x-imap-host header, the sign-in page's host field): exact names and *.domain patterns, each optionally :PORT for IMAP (else IMAP_PORT); SMTP goes to the same host on SMTP_PORT; a name that is no host name, does not resolve or resolves to a non-public address is refused with the same sentence"`
 	MailHostsPrivate      bool     `env:"MAIL_HOSTS_PRIVATE" envDefault:"false" desc:"true lets MAIL_HOSTS names resolve to loopback, private and link-local addresses; false (the default) refuses such a name before any connection is made"`
-	MetricsAddr           string   `env:"METRICS_ADDR" desc:"host:port of a separate listener serving Prometheus metrics at /metrics; empty turns it off; no metric label ever carries a user, address, folder or token"`
+	// Several replicas as one (internal/memory; docs/scaling.md).
+	RedisURL     string        `env:"REDIS_URL" desc:"redis://[user:password@]host[:port][/db], or rediss:// for TLS (Redis 7, Valkey 7 or 8): one memory for every replica sharing it and ENCRYPTION_KEY, so that codes, refresh tokens and approvals stay single-use, and rate limits and the login back-off count, across replicas; empty: each process remembers alone (enough for one replica). Keys are HMACs; no token, password or message is stored"`
+	RedisFail    string        `env:"REDIS_FAIL" envDefault:"closed" desc:"what rate limits and the login back-off do while REDIS_URL does not answer: closed (refuse, 503 with Retry-After) or open (each replica counts on its own until Redis is back); single-use decisions always refuse (503) meanwhile"`
+	RedisTimeout time.Duration `env:"REDIS_TIMEOUT" envDefault:"200ms" desc:"longest one Redis operation may take (waiting for a connection included) before it counts as unavailable"`
+	RedisCAFile  string        `env:"REDIS_CA_FILE" desc:"PEM file of extra CA certificates to trust for a rediss:// server"`
+	MetricsAddr  string        `env:"METRICS_ADDR" desc:"host:port of a separate listener serving Prometheus metrics at /metrics; empty turns it off; no metric label ever carries a user, address, folder or token"`
 
 	PprofAddr string `env:"PPROF_ADDR" desc:"host:port of a separate admin listener serving net/http/pprof (CPU and heap profiles); empty turns it off; keep it on loopback, never the public address"`
 }
@@ -269,6 +276,9 @@ func (c *Config) validate(vars map[string]string) []string {
 	}
 	if _, err := access.ParseApproval(c.Approval); err != nil {
 		bad("APPROVAL", "%v", err)
+	}
+	if c.ApprovalMaxPending < 1 || c.ApprovalMaxPending > 10_000 {
+		bad("APPROVAL_MAX_PENDING", "expected a number from 1 to 10000, got %q", vars["APPROVAL_MAX_PENDING"])
 	}
 	if c.ApprovalTTL < time.Minute || c.ApprovalTTL > 24*time.Hour {
 		bad("APPROVAL_TTL", "expected a duration from 1m to 24h, got %q", vars["APPROVAL_TTL"])
@@ -469,7 +479,45 @@ func (c *Config) validateGuard(vars map[string]string) []string {
 	if c.ClientIPv6Prefix < 32 || c.ClientIPv6Prefix > 128 {
 		bad("CLIENT_IPV6_PREFIX", "expected a prefix length from 32 to 128, got %q", vars["CLIENT_IPV6_PREFIX"])
 	}
+	return append(p, c.validateRedis(vars)...)
+}
+
+// validateRedis checks REDIS_URL and the variables that go with it.
+func (c *Config) validateRedis(vars map[string]string) []string {
+	var p []string
+	bad := func(key, format string, args ...any) { p = append(p, key+": "+fmt.Sprintf(format, args...)) }
+	if c.RedisURL != "" {
+		if _, err := memory.ParseURL(c.RedisURL); err != nil {
+			bad("REDIS_URL", "%v (such as redis://redis:6379/0 or rediss://user:password@redis.internal:6380/0)", err)
+		}
+	}
+	if _, err := memory.ParseFailPolicy(c.RedisFail); err != nil {
+		bad("REDIS_FAIL", "%v", err)
+	}
+	if c.RedisTimeout < 10*time.Millisecond || c.RedisTimeout > 5*time.Second {
+		bad("REDIS_TIMEOUT", "expected a duration from 10ms to 5s, got %q", vars["REDIS_TIMEOUT"])
+	}
+	if c.RedisCAFile != "" {
+		if _, err := loadCAs(c.RedisCAFile); err != nil {
+			bad("REDIS_CA_FILE", "%v", err)
+		}
+	}
 	return p
+}
+
+// RedisFailPolicy is REDIS_FAIL, checked at load.
+func (c *Config) RedisFailPolicy() memory.FailPolicy {
+	f, _ := memory.ParseFailPolicy(c.RedisFail)
+	return f
+}
+
+// RedisCAs returns the system roots plus REDIS_CA_FILE's certificates, or
+// nil (the system roots) when no file is configured.
+func (c *Config) RedisCAs() (*x509.CertPool, error) {
+	if c.RedisCAFile == "" {
+		return nil, nil
+	}
+	return loadCAs(c.RedisCAFile)
 }
 
 // PreviousKey returns the decoded ENCRYPTION_KEY_PREVIOUS, or nil. It is
@@ -603,7 +651,12 @@ func (c *Config) LoadCAs() (*x509.CertPool, error) {
 	if c.MailCAFile == "" {
 		return nil, nil
 	}
-	pem, err := os.ReadFile(c.MailCAFile)
+	return loadCAs(c.MailCAFile)
+}
+
+// loadCAs returns the system roots plus the certificates of a PEM file.
+func loadCAs(file string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the CA file: %v", errors.Unwrap(err))
 	}
@@ -612,7 +665,7 @@ func (c *Config) LoadCAs() (*x509.CertPool, error) {
 		pool = x509.NewCertPool()
 	}
 	if !pool.AppendCertsFromPEM(pem) {
-		return nil, fmt.Errorf("expected PEM certificates in %s, found none", c.MailCAFile)
+		return nil, fmt.Errorf("expected PEM certificates in %s, found none", file)
 	}
 	return pool, nil
 }

@@ -36,6 +36,7 @@ const (
 	KindApprovalState   OAuthKind = "aps1."
 	KindApprovalLink    OAuthKind = "apl1."
 	KindApprovalSession OAuthKind = "apc1." // an MCP session id that says the client can show forms
+	KindApprovalPerson  OAuthKind = "app1." // the approval page's sign-in cookie: who the person proved to be
 	// The state of a sign-in at the mailbox's provider (internal/oauth).
 	KindProviderState OAuthKind = "ops1."
 	maxOAuth                    = 8 << 10

@@ -25,15 +25,19 @@ func withElicitSession(a *approval.Approvals, next http.Handler) http.Handler {
 			if a != nil {
 				account = a.Account(r.Context())
 			}
-			if a != nil && approval.IsSession(id) && a.OpenSession(id, account) {
-				r = r.WithContext(approval.WithElicit(r.Context()))
+			modes, ok := approval.Modes{}, false
+			if a != nil && approval.IsSession(id) {
+				modes, ok = a.OpenSession(id, account)
+			}
+			if ok {
+				r = r.WithContext(approval.WithElicit(r.Context(), modes))
 			} else {
 				r.Header.Del(headerSessionID)
 			}
 		}
-		if a != nil && id == "" && initializeWithElicitation(r) {
+		if modes := initializeElicitation(r); a != nil && id == "" && modes.Any() {
 			if account := a.Account(r.Context()); account != "" {
-				if sid, err := a.NewSession(account); err == nil {
+				if sid, err := a.NewSession(account, modes); err == nil {
 					w = &sessionWriter{ResponseWriter: w, id: sid}
 				}
 			}
@@ -42,22 +46,30 @@ func withElicitSession(a *approval.Approvals, next http.Handler) http.Handler {
 	})
 }
 
-// initializeWithElicitation reports whether r's body (buffered by
-// readBody) is an initialize request whose client declares elicitation.
-func initializeWithElicitation(r *http.Request) bool {
+// initializeElicitation is what r's body (buffered by readBody) declares
+// the client can show its user, when it is an initialize request: an
+// empty elicitation capability means a form (as before modes existed).
+func initializeElicitation(r *http.Request) approval.Modes {
 	b, ok := r.Body.(*bytesBody)
 	if !ok {
-		return false
+		return approval.Modes{}
 	}
 	var msg struct {
 		Method string `json:"method"`
 		Params struct {
 			Capabilities struct {
-				Elicitation *json.RawMessage `json:"elicitation"`
+				Elicitation *struct {
+					Form *json.RawMessage `json:"form"`
+					URL  *json.RawMessage `json:"url"`
+				} `json:"elicitation"`
 			} `json:"capabilities"`
 		} `json:"params"`
 	}
-	return json.Unmarshal(b.b, &msg) == nil && msg.Method == "initialize" && msg.Params.Capabilities.Elicitation != nil
+	if json.Unmarshal(b.b, &msg) != nil || msg.Method != "initialize" || msg.Params.Capabilities.Elicitation == nil {
+		return approval.Modes{}
+	}
+	e := msg.Params.Capabilities.Elicitation
+	return approval.Modes{Form: e.Form != nil || e.URL == nil, URL: e.URL != nil}
 }
 
 // sessionWriter adds the session id to a successful answer.

@@ -88,6 +88,16 @@ type Options struct {
 	// Hosts, when set, lets a request name its mail host (x-imap-host),
 	// checked before anything is dialled.
 	Hosts Hosts
+	// Dependencies are what /health reports besides the gateway itself
+	// (the shared memory when REDIS_URL is set).
+	Dependencies []Dependency
+}
+
+// Dependency is a service the gateway uses whose state /health reports:
+// Up is asked on every request, so it must not do I/O.
+type Dependency struct {
+	Name string
+	Up   func() bool
 }
 
 // Hosts is what the HTTP layer asks of the served mail hosts.
@@ -142,14 +152,16 @@ func New(opts Options, mcp http.Handler) http.Handler {
 			mux.Handle(p, signIn)
 		}
 	}
-	mux.HandleFunc("/health", health(opts.Version))
+	mux.HandleFunc("/health", health(opts.Version, opts.Dependencies))
 	return logRequests(log, recoverPanics(log, mux))
 }
 
 // health answers liveness and readiness checks. It needs no mail server:
-// the gateway is stateless and healthy when it can serve HTTP.
-func health(version string) http.HandlerFunc {
-	body := healthBody(version)
+// the gateway is stateless and healthy when it can serve HTTP. A
+// dependency that is down makes the status "degraded" and names it, with
+// 200 all the same: every replica shares it, and taking them all out of
+// the load balancer would refuse everything rather than what needs it.
+func health(version string, deps []Dependency) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			w.Header().Set("Allow", "GET, HEAD")
@@ -158,12 +170,20 @@ func health(version string) http.HandlerFunc {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		w.Write(body)
+		w.Write(healthBody(version, deps))
 	}
 }
 
-func healthBody(version string) []byte {
-	body, _ := json.Marshal(map[string]string{"status": "ok", "service": "mailbox-mcp", "version": version})
+func healthBody(version string, deps []Dependency) []byte {
+	h := map[string]string{"status": "ok", "service": "mailbox-mcp", "version": version}
+	for _, d := range deps {
+		h[d.Name] = "ok"
+		if !d.Up() {
+			h[d.Name] = "degraded"
+			h["status"] = "degraded"
+		}
+	}
+	body, _ := json.Marshal(h)
 	return body
 }
 
@@ -287,8 +307,12 @@ func logRequests(log *slog.Logger, next http.Handler) http.Handler {
 func logRequest(ctx context.Context, log *slog.Logger, r *http.Request, sw *statusWriter, rec *reqlog.Record, start time.Time) {
 	tool, outcome, user := rec.Fields()
 	path := r.URL.Path
-	if strings.HasPrefix(path, download.Prefix) {
-		path = download.Prefix + "…" // a download link is a credential
+	// A download link and an approval link are credentials: their paths
+	// are logged without the token.
+	for _, secret := range []string{download.Prefix, approval.Prefix} {
+		if strings.HasPrefix(path, secret) {
+			path = secret + "…"
+		}
 	}
 	attrs := []any{
 		"method", r.Method, "path", path, "status", sw.status,

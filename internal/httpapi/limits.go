@@ -49,12 +49,13 @@ const maxRefusing = 64
 // 503 and is closed at once, instead of waiting in the accept queue; only
 // a health check (GET or HEAD /health) is still answered, as the mux
 // would answer it for this version, so that a flood of connections does
-// not make a liveness probe restart the gateway.
+// not make a liveness probe restart the gateway. (That answer leaves the
+// dependencies out: it is made once, and only says the process is alive.)
 func LimitListener(ln net.Listener, max int, version string) net.Listener {
 	if max <= 0 {
 		return ln
 	}
-	body := healthBody(version)
+	body := healthBody(version, nil)
 	return &limitListener{Listener: ln, max: int64(max), refusing: make(chan struct{}, maxRefusing),
 		healthGet:  rawResponse("200 OK", "Cache-Control: no-store\r\n", body, false),
 		healthHead: rawResponse("200 OK", "Cache-Control: no-store\r\n", body, true)}

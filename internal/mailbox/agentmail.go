@@ -295,13 +295,16 @@ func parseFields(block []byte) map[string]string {
 // SeenBefore returns the UIDs of folder's read messages that arrived
 // before the day of before (IMAP's BEFORE compares dates, not times, in
 // the server's time zone), not counting those marked \Deleted. A folder
-// that does not exist has none.
-func (c *Client) SeenBefore(ctx context.Context, creds credentials.Credentials, folder string, before time.Time) ([]uint32, error) {
+// that does not exist has none. It also returns the folder's UIDVALIDITY
+// (0 when there is no folder), which the UIDs belong to.
+func (c *Client) SeenBefore(ctx context.Context, creds credentials.Credentials, folder string, before time.Time) ([]uint32, uint32, error) {
 	var out []uint32
+	var validity uint32
 	err := c.do(ctx, creds, "searching the folder", true, func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}
+		validity = conn.uidValidity
 		data, err := conn.client().UIDSearch(&imap.SearchCriteria{
 			Flag: []imap.Flag{imap.FlagSeen}, NotFlag: []imap.Flag{imap.FlagDeleted}, Before: before,
 		}, nil).Wait()
@@ -314,7 +317,7 @@ func (c *Client) SeenBefore(ctx context.Context, creds credentials.Credentials, 
 		return nil
 	})
 	if mailerr.KindOf(err) == mailerr.NotFound {
-		return nil, nil
+		return nil, 0, nil
 	}
-	return out, err
+	return out, validity, err
 }

@@ -59,10 +59,10 @@ func TestAgentMailInProcess(t *testing.T) {
 	if err != nil || len(msgs) != 1 || msgs[0].Header["subject"] != "s" || msgs[0].Text != "body" || msgs[0].Seen {
 		t.Fatalf("%+v %v", msgs, err)
 	}
-	if u, err := c.SeenBefore(ctx, creds, "Agents/b", time.Now().AddDate(0, 0, 2)); err != nil || len(u) != 1 {
+	if u, v, err := c.SeenBefore(ctx, creds, "Agents/b", time.Now().AddDate(0, 0, 2)); err != nil || len(u) != 1 || v == 0 {
 		t.Fatalf("seen before: %v %v", u, err)
 	}
-	if u, err := c.SeenBefore(ctx, creds, "Agents/missing", time.Now()); err != nil || len(u) != 0 {
+	if u, v, err := c.SeenBefore(ctx, creds, "Agents/missing", time.Now()); err != nil || len(u) != 0 || v != 0 {
 		t.Fatalf("missing folder: %v %v", u, err)
 	}
 }

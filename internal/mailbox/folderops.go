@@ -146,7 +146,11 @@ func (c *Client) RenameFolder(ctx context.Context, creds credentials.Credentials
 // DeleteFolder deletes folder name and every message in it. INBOX and
 // special folders, and folders holding one, are refused; a folder with
 // subfolders is refused by most servers (Dovecot among them).
-func (c *Client) DeleteFolder(ctx context.Context, creds credentials.Credentials, name string) (*FolderChange, error) {
+//
+// With want (the facts a person approved, FolderFacts), the folder is
+// deleted only while it still has them: the same folder (UIDVALIDITY),
+// with the same messages (their count, and its HIGHESTMODSEQ or UIDNEXT).
+func (c *Client) DeleteFolder(ctx context.Context, creds credentials.Credentials, name string, want *Facts) (*FolderChange, error) {
 	name = strings.TrimSpace(name)
 	if name == "" {
 		return nil, mailerr.New(mailerr.BadInput, "folder must name the folder to delete")
@@ -172,14 +176,17 @@ func (c *Client) DeleteFolder(ctx context.Context, creds credentials.Credentials
 		if inside := within(all, name, delim); len(inside) > 0 {
 			return mailerr.Newf(mailerr.BadInput, "folder %s has folders inside it (%s); delete those first; nothing was changed", quote(name), strings.Join(quoteAll(inside), ", "))
 		}
+		if err := conn.leave(name, delim); err != nil {
+			return err
+		}
+		if err := checkFolder(conn, name, want); err != nil {
+			return err
+		}
 		var count *uint32
 		if d := find(all, name); selectable(d) {
 			if sd, err := cl.Status(name, &imap.StatusOptions{NumMessages: true}).Wait(); err == nil {
 				count = sd.NumMessages
 			}
-		}
-		if err := conn.leave(name, delim); err != nil {
-			return err
 		}
 		if err := cl.Delete(name).Wait(); err != nil {
 			return folderOpError(err, name, "delete")

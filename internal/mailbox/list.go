@@ -308,7 +308,7 @@ var unfold = strings.NewReplacer("\r\n ", " ", "\r\n\t", " ")
 // bytes fetched (a long MIME preamble or a deep nesting), gets none: finding
 // it would cost another round trip.
 func preview(bs imap.BodyStructure, head []byte) string {
-	texts := bodyTexts(bs)
+	texts := previewTexts(bs)
 	if len(texts) == 0 || len(head) == 0 || texts[0].path[0] != 1 {
 		return ""
 	}

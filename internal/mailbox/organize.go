@@ -251,7 +251,11 @@ func (c *Client) Move(ctx context.Context, creds credentials.Credentials, folder
 // marked \Trash, else one with a usual name. Messages already in the Trash
 // folder are only removed with permanent. If a UID is not in the folder,
 // nothing changes.
-func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32, permanent bool) (*Trashed, error) {
+//
+// With want (the facts a person approved, MessageFacts), the messages are
+// moved or deleted only while the folder is the same one (UIDVALIDITY)
+// and, when want names them, they are exactly the messages shown.
+func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folder string, uids []uint32, permanent bool, want *Facts) (*Trashed, error) {
 	folder, err := c.folderArg(ctx, creds, folder)
 	if err != nil {
 		return nil, err
@@ -267,7 +271,7 @@ func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folde
 	}
 	err = c.do(ctx, creds, step, false, func(ctx context.Context, conn *Conn) error {
 		if permanent {
-			if err := expungeUIDs(conn, folder, set); err != nil {
+			if err := expungeUIDs(conn, folder, set, want); err != nil {
 				return err
 			}
 			out = &Trashed{Folder: folder, Permanent: true, Messages: make([]MovedUID, len(set))}
@@ -283,7 +287,7 @@ func (c *Client) Trash(ctx context.Context, creds credentials.Credentials, folde
 		if trash == folder {
 			return mailerr.Newf(mailerr.BadInput, "the messages are already in the Trash folder %s; only permanent deletion (which needs full access) removes them; nothing was changed", quote(folder))
 		}
-		m, err := moveUIDs(conn, folder, set, trash)
+		m, err := moveUIDs(conn, folder, set, trash, want)
 		if err != nil {
 			return err
 		}
@@ -317,11 +321,14 @@ func (c *Client) trashFolder(conn *Conn) (string, error) {
 }
 
 // moveUIDs moves set from folder to the existing folder to on conn.
-func moveUIDs(conn *Conn, folder string, set []imap.UID, to string) (*Moved, error) {
+func moveUIDs(conn *Conn, folder string, set []imap.UID, to string, want *Facts) (*Moved, error) {
 	if _, err := conn.openRW(folder); err != nil {
 		return nil, err
 	}
 	if err := checkPresent(conn.client(), folder, set); err != nil {
+		return nil, err
+	}
+	if err := checkMessages(conn, folder, set, want); err != nil {
 		return nil, err
 	}
 	return moveChecked(conn, folder, set, to)
@@ -373,7 +380,7 @@ func moveError(err error, folder, to string) error {
 
 // expungeUIDs deletes set from folder for good: UID STORE \Deleted, then
 // UID EXPUNGE of exactly set.
-func expungeUIDs(conn *Conn, folder string, set []imap.UID) error {
+func expungeUIDs(conn *Conn, folder string, set []imap.UID, want *Facts) error {
 	cl := conn.client()
 	if !cl.Caps().Has(imap.CapUIDPlus) {
 		return mailerr.New(mailerr.Permanent, "the mail server does not offer UIDPLUS, so messages cannot be deleted without also deleting others marked \\Deleted; nothing was deleted")
@@ -382,6 +389,9 @@ func expungeUIDs(conn *Conn, folder string, set []imap.UID) error {
 		return err
 	}
 	if err := checkPresent(cl, folder, set); err != nil {
+		return err
+	}
+	if err := checkMessages(conn, folder, set, want); err != nil {
 		return err
 	}
 	if err := deleteExactly(cl, imap.UIDSetNum(set...)); err != nil {

@@ -214,7 +214,7 @@ func TestMoveAndDeleteRefusedWithoutUIDPlus(t *testing.T) {
 	if err == nil || !strings.Contains(mailerr.Message(err), "neither MOVE nor UIDPLUS") {
 		t.Errorf("move: %v", err)
 	}
-	_, err = c.Trash(ctx, creds, "INBOX", []uint32{2}, true)
+	_, err = c.Trash(ctx, creds, "INBOX", []uint32{2}, true, nil)
 	if err == nil || !strings.Contains(mailerr.Message(err), "does not offer UIDPLUS") {
 		t.Errorf("permanent trash: %v", err)
 	}

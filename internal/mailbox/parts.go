@@ -24,17 +24,30 @@ type textPart struct {
 }
 
 // bodyTexts picks the text parts that make up the body, in order: in each
-// multipart/alternative text/plain, else HTML (else a nested multipart, such
-// as multipart/related holding the HTML); of other multiparts every body
-// text part. At most maxTextParts.
+// multipart/alternative the one a mail program shows (alternatives.go:
+// the HTML, else the richest one supported); of other multiparts every
+// body text part. At most maxTextParts.
 func bodyTexts(bs imap.BodyStructure) []textPart {
+	return textParts(bs, pickShown)
+}
+
+// previewTexts is bodyTexts preferring text/plain in an alternative, for
+// the one-line previews of lists and threads: they are read from the first
+// bytes of part 1, where the plain alternative usually is and the HTML's
+// text (after its styles) rarely starts.
+func previewTexts(bs imap.BodyStructure) []textPart {
+	return textParts(bs, pickPlain)
+}
+
+// textParts is bodyTexts with pick choosing the alternative.
+func textParts(bs imap.BodyStructure, pick func(*imap.BodyStructureMultiPart) int) []textPart {
 	var texts []textPart
 	var walk func(path []int, b imap.BodyStructure)
 	walk = func(path []int, b imap.BodyStructure) {
 		switch p := b.(type) {
 		case *imap.BodyStructureMultiPart:
 			if strings.EqualFold(p.Subtype, "alternative") {
-				if best := pickAlternative(p); best >= 0 {
+				if best := pick(p); best >= 0 {
 					walk(childPath(path, best), p.Children[best])
 				}
 				return
@@ -47,10 +60,7 @@ func bodyTexts(bs imap.BodyStructure) []textPart {
 				path = []int{1} // the body of a single-part message is part 1
 			}
 			if isBodyText(p) && len(texts) < maxTextParts {
-				texts = append(texts, textPart{path: path, size: p.Size, part: mailmsg.Part{
-					MediaType: p.MediaType(), Charset: p.Params["charset"], Encoding: strings.ToLower(p.Encoding),
-					Format: p.Params["format"], DelSp: strings.EqualFold(p.Params["delsp"], "yes"),
-				}})
+				texts = append(texts, textPartOf(path, p))
 			}
 		}
 	}
@@ -58,9 +68,16 @@ func bodyTexts(bs imap.BodyStructure) []textPart {
 	return texts
 }
 
-// pickAlternative returns the index of text/plain, else text/html, else a
+func textPartOf(path []int, p *imap.BodyStructureSinglePart) textPart {
+	return textPart{path: path, size: p.Size, part: mailmsg.Part{
+		MediaType: p.MediaType(), Charset: p.Params["charset"], Encoding: strings.ToLower(p.Encoding),
+		Format: p.Params["format"], DelSp: strings.EqualFold(p.Params["delsp"], "yes"),
+	}}
+}
+
+// pickPlain returns the index of text/plain, else text/html, else a
 // nested multipart, else -1.
-func pickAlternative(p *imap.BodyStructureMultiPart) int {
+func pickPlain(p *imap.BodyStructureMultiPart) int {
 	best, rank := -1, 0
 	for i, ch := range p.Children {
 		r := 0

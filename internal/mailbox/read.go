@@ -85,6 +85,9 @@ type Message struct {
 	HiddenElements  int    `json:"hidden_elements,omitempty" desc:"how many HTML elements with text were left out of text because mail clients do not show them"`
 	HiddenText      string `json:"hidden_text,omitempty" desc:"with include_hidden: the text of those elements, one line each"`
 	HiddenTruncated bool   `json:"hidden_truncated,omitempty" desc:"hidden_text was cut at max_chars characters"`
+	// PlainDiffers is set when the text/plain alternative says materially
+	// more than the HTML that text comes from (alternatives.go).
+	PlainDiffers *PlainDifference `json:"plain_differs,omitempty" desc:"set when the message's text/plain alternative, which mail programs do not show, says materially more than the HTML they show (and text holds)"`
 }
 
 // Read reads one message without changing it: EXAMINE and BODY.PEEK, so
@@ -166,21 +169,25 @@ func readRest(cl *imapclient.Client, m *Message, bs imap.BodyStructure, guess []
 	var err error
 	atts := attachmentParts(bs)
 	texts := bodyTexts(bs)
+	plains := plainSiblings(bs)
 	var d decodedBody
-	if len(texts) == 1 && slices.Equal(texts[0].path, []int{1}) && texts[0].size <= guessBytes && guess != nil {
+	if len(texts) == 1 && len(plains) == 0 && slices.Equal(texts[0].path, []int{1}) && texts[0].size <= guessBytes && guess != nil {
 		// The whole text came with the structure, as the second FETCH
 		// would have brought it; what may be left to ask is an
 		// attachment's size.
 		dt := mailmsg.DecodeTextHidden(bytes.NewReader(guess), texts[0].part, keepHidden)
 		d = decodedBody{text: joinTexts([]string{dt.Text}, texts, &m.TextFrom), warnings: dt.Warnings, hidden: dt.Hidden, hiddenText: dt.HiddenText}
 		var more decodedBody
-		more, err = fetchBodyHidden(cl, uid, bs, nil, atts, partCap, &m.TextFrom, false)
+		more, err = fetchBodyHidden(cl, uid, bs, nil, atts, partCap, &m.TextFrom, false, 0)
 		d.warnings = append(d.warnings, more.warnings...)
 	} else {
-		d, err = fetchBodyHidden(cl, uid, bs, texts, atts, partCap, &m.TextFrom, keepHidden)
+		d, err = fetchBodyHidden(cl, uid, bs, withPlains(texts, plains), atts, partCap, &m.TextFrom, keepHidden, len(texts))
 	}
 	if err != nil {
 		return nil, err
+	}
+	if len(d.compared) > 0 {
+		d.hiddenText = comparePlain(m, plains, d.compared, d.text, keepHidden, d.hiddenText)
 	}
 	body, warnings := d.text, d.warnings
 	if d.hidden > 0 {
@@ -333,13 +340,14 @@ type decodedBody struct {
 	warnings   []string // without the one about hidden elements
 	hidden     int      // hidden HTML elements with text
 	hiddenText string   // their text, when asked for
+	compared   []string // the text of the parts fetched only to compare (alternatives.go)
 }
 
 // fetchBody fetches the chosen text parts, decoding them while they stream
 // in, and in the same command the decoded size of an attachment when the
 // server has BINARY (binarySized says which). Other sizes stay estimated.
 func fetchBody(cl *imapclient.Client, uid uint32, bs imap.BodyStructure, texts []textPart, atts []attachmentPart, partCap uint32, from *string) (string, []string, error) {
-	d, err := fetchBodyHidden(cl, uid, bs, texts, atts, partCap, from, false)
+	d, err := fetchBodyHidden(cl, uid, bs, texts, atts, partCap, from, false, len(texts))
 	if d.hidden > 0 {
 		d.warnings = append(d.warnings, mailmsg.HiddenWarning(d.hidden))
 	}
@@ -347,17 +355,18 @@ func fetchBody(cl *imapclient.Client, uid uint32, bs imap.BodyStructure, texts [
 }
 
 // fetchBodyHidden is fetchBody that tells about hidden HTML elements, and
-// with keepHidden collects their text.
-func fetchBodyHidden(cl *imapclient.Client, uid uint32, bs imap.BodyStructure, texts []textPart, atts []attachmentPart, partCap uint32, from *string, keepHidden bool) (decodedBody, error) {
+// with keepHidden collects their text. The texts after the first shown
+// are fetched only to compare (decodedBody.compared).
+func fetchBodyHidden(cl *imapclient.Client, uid uint32, bs imap.BodyStructure, texts []textPart, atts []attachmentPart, partCap uint32, from *string, keepHidden bool, shown int) (decodedBody, error) {
 	var sized *attachmentPart
 	if cl.Caps().Has(imap.CapBinary) || cl.Caps().Has(imap.CapIMAP4rev2) {
 		sized = binarySized(bs, atts)
 	}
-	d, err := fetchTexts(cl, uid, texts, partCap, sized, from, keepHidden)
+	d, err := fetchTexts(cl, uid, texts, partCap, sized, from, keepHidden, shown)
 	var ie *imap.Error
 	if err != nil && sized != nil && errors.As(err, &ie) {
 		// The server could not decode the part after all: again without.
-		d, err = fetchTexts(cl, uid, texts, partCap, nil, from, keepHidden)
+		d, err = fetchTexts(cl, uid, texts, partCap, nil, from, keepHidden, shown)
 	}
 	if err != nil {
 		return decodedBody{}, imapError(err, "")
@@ -366,8 +375,9 @@ func fetchBodyHidden(cl *imapclient.Client, uid uint32, bs imap.BodyStructure, t
 }
 
 // fetchTexts fetches texts, and the decoded size of sized unless it is
-// nil, in one command.
-func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uint32, sized *attachmentPart, from *string, keepHidden bool) (decodedBody, error) {
+// nil, in one command. Those after the first shown are only decoded into
+// d.compared.
+func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uint32, sized *attachmentPart, from *string, keepHidden bool, shown int) (decodedBody, error) {
 	var sizes []*imap.FetchItemBinarySectionSize
 	if sized != nil {
 		sizes = []*imap.FetchItemBinarySectionSize{{Part: sized.path}}
@@ -401,6 +411,11 @@ func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uin
 				}
 				for i, want := range sections {
 					if decoded[i] == "" && it.MatchCommand(want) {
+						if i >= shown {
+							dt := mailmsg.DecodeTextHidden(io.LimitReader(it.Literal, int64(partCap)+1), texts[i].part, false)
+							decoded[i] = dt.Text
+							break
+						}
 						dt := mailmsg.DecodeTextHidden(io.LimitReader(it.Literal, int64(partCap)+1), texts[i].part, keepHidden)
 						decoded[i] = dt.Text
 						d.warnings = append(d.warnings, dt.Warnings...)
@@ -417,7 +432,8 @@ func fetchTexts(cl *imapclient.Client, uid uint32, texts []textPart, partCap uin
 	if err := cmd.Close(); err != nil {
 		return decodedBody{}, err
 	}
-	d.text = joinTexts(decoded, texts, from)
+	d.text = joinTexts(decoded[:shown], texts[:shown], from)
+	d.compared = decoded[shown:]
 	d.hiddenText = strings.Join(hidden, "\n\n")
 	return d, nil
 }

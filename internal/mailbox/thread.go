@@ -574,7 +574,7 @@ func (t *threadWalk) snippets(msgs []*threadMsg) (map[Location]string, error) {
 		if m.bs == nil {
 			continue
 		}
-		texts := bodyTexts(m.bs)
+		texts := previewTexts(m.bs)
 		if len(texts) == 0 {
 			continue
 		}
@@ -629,7 +629,7 @@ func (t *threadWalk) snippets(msgs []*threadMsg) (map[Location]string, error) {
 				if m == nil {
 					continue
 				}
-				texts := bodyTexts(m.bs)
+				texts := previewTexts(m.bs)
 				if len(texts) == 0 {
 					continue
 				}

@@ -30,7 +30,7 @@ import (
 // maxRules and the input size) and of the few property values that matter.
 // FuzzHTMLToText runs it on arbitrary style sheets.
 
-// The properties that can hide text.
+// The properties that can hide text, or move or size a box enough to.
 const (
 	propDisplay = iota
 	propVisibility
@@ -52,7 +52,42 @@ const (
 	propLeft
 	propTop
 	propTextIndent
+	propRight
+	propBottom
+	propMinWidth
+	propMinHeight
+	propMarginLeft
+	propMarginRight
+	propMarginTop
+	propMarginBottom
+	propPaddingLeft
+	propPaddingRight
+	propPaddingTop
+	propPaddingBottom
+	propBorderLeft // the widths
+	propBorderRight
+	propBorderTop
+	propBorderBottom
+	propTransform
+	propTranslate
+	propScale
+	propFilter
+	propClip
+	propClipPath
+	propTextAlign
+	propDirection
+	propFloat
+	propLineHeight
+	propLetterSpacing
+	propWordSpacing
+	propWhiteSpace
+	propWritingMode
+	propZoom
+	propFill
+	propFillOpacity
+	propStroke
 	numProps
+	propCustom = numProps // a custom property (--name); val is "--name:value"
 )
 
 var propNames = map[string]int{
@@ -64,12 +99,48 @@ var propNames = map[string]int{
 	"background": propBackground, "background-image": propBackgroundImage,
 	"content-visibility": propContentVisibility, "position": propPosition,
 	"left": propLeft, "top": propTop, "text-indent": propTextIndent,
+	"right": propRight, "bottom": propBottom, "min-width": propMinWidth, "min-height": propMinHeight,
+	"margin-left": propMarginLeft, "margin-right": propMarginRight, "margin-top": propMarginTop, "margin-bottom": propMarginBottom,
+	"margin-inline-start": propMarginLeft, "margin-inline-end": propMarginRight, "margin-block-start": propMarginTop, "margin-block-end": propMarginBottom,
+	"padding-left": propPaddingLeft, "padding-right": propPaddingRight, "padding-top": propPaddingTop, "padding-bottom": propPaddingBottom,
+	"padding-inline-start": propPaddingLeft, "padding-inline-end": propPaddingRight, "padding-block-start": propPaddingTop, "padding-block-end": propPaddingBottom,
+	"border-left-width": propBorderLeft, "border-right-width": propBorderRight, "border-top-width": propBorderTop, "border-bottom-width": propBorderBottom,
+	"inset-inline-start": propLeft, "inset-inline-end": propRight, "inset-block-start": propTop, "inset-block-end": propBottom,
+	"transform": propTransform, "translate": propTranslate, "scale": propScale, "filter": propFilter,
+	"clip": propClip, "clip-path": propClipPath, "-webkit-clip-path": propClipPath,
+	"text-align": propTextAlign, "direction": propDirection, "float": propFloat, "line-height": propLineHeight,
+	"letter-spacing": propLetterSpacing, "word-spacing": propWordSpacing, "white-space": propWhiteSpace,
+	"writing-mode": propWritingMode, "zoom": propZoom,
+	"fill": propFill, "fill-opacity": propFillOpacity, "stroke": propStroke,
+}
+
+// boxShorthands are the shorthands read into the longhands above: their
+// top, right, bottom and left values, in that order (a value left out
+// repeats the opposite side, as in CSS).
+var boxShorthands = map[string][4]int{
+	"margin":         {propMarginTop, propMarginRight, propMarginBottom, propMarginLeft},
+	"padding":        {propPaddingTop, propPaddingRight, propPaddingBottom, propPaddingLeft},
+	"border-width":   {propBorderTop, propBorderRight, propBorderBottom, propBorderLeft},
+	"inset":          {propTop, propRight, propBottom, propLeft},
+	"margin-inline":  {-1, propMarginRight, -1, propMarginLeft},
+	"padding-inline": {-1, propPaddingRight, -1, propPaddingLeft},
+	"inset-inline":   {-1, propRight, -1, propLeft},
+}
+
+// borderShorthands set border widths from a "width style colour" value.
+var borderShorthands = map[string][]int{
+	"border":        {propBorderTop, propBorderRight, propBorderBottom, propBorderLeft},
+	"border-left":   {propBorderLeft},
+	"border-right":  {propBorderRight},
+	"border-top":    {propBorderTop},
+	"border-bottom": {propBorderBottom},
 }
 
 // cssDecl is one declaration with what decides the cascade.
 type cssDecl struct {
-	val       string // lower case, white space collapsed, without !important
+	val       string // lower case (unless hasVar), white space collapsed, without !important
 	important bool
+	hasVar    bool  // val uses var(): resolved for each element
 	spec      int32 // specificity; the style attribute is above all selectors
 	order     int32 // source order, from 1; 0 means not set
 }
@@ -86,7 +157,13 @@ func (d cssDecl) beats(o cssDecl) bool {
 	return d.order > o.order
 }
 
-type cssProps [numProps]cssDecl
+// cssProps holds an element's cascaded declarations: one per property,
+// and its custom properties (all of them, winners chosen when read).
+type cssProps struct {
+	d      [numProps]cssDecl
+	custom []cssDecl // val is "--name:value"
+	vars   bool      // some declaration uses var()
+}
 
 // propDecl is one declaration of a rule, for the property prop.
 type propDecl struct {
@@ -94,12 +171,22 @@ type propDecl struct {
 	cssDecl
 }
 
+// set merges one declaration into p.
+func (p *cssProps) set(prop int8, d cssDecl) {
+	p.vars = p.vars || d.hasVar
+	if prop == propCustom {
+		p.custom = append(p.custom, d)
+		return
+	}
+	if d.beats(p.d[prop]) {
+		p.d[prop] = d
+	}
+}
+
 // apply merges a rule's declarations into p.
 func (p *cssProps) apply(decls []propDecl) {
 	for _, d := range decls {
-		if d.beats(p[d.prop]) {
-			p[d.prop] = d.cssDecl
-		}
+		p.set(d.prop, d.cssDecl)
 	}
 }
 
@@ -108,9 +195,18 @@ const (
 	inlineOrder = 1<<31 - 1
 )
 
+// unknownValue stands for a longhand whose value comes from a shorthand
+// that uses var(): it is not read (never hides, and makes a length
+// unknown).
+const unknownValue = "?"
+
 // parseDecls reads a declaration list (a style attribute or a rule's body)
 // and appends the declarations of the properties that matter, with the
-// given specificity and order, to out.
+// given specificity and order, to out. Shorthands of the box (margin,
+// padding, border, inset) are split into their longhands. Custom
+// properties are kept with their case (their names are case-sensitive), and
+// so are values that use var(): they are resolved, then lower-cased, for
+// each element (vars.go).
 func parseDecls(out []propDecl, list string, spec, order int32) []propDecl {
 	for len(list) > 0 {
 		item := list
@@ -123,250 +219,116 @@ func parseDecls(out []propDecl, list string, spec, order int32) []propDecl {
 		if !ok {
 			continue
 		}
-		name = strings.ToLower(cssUnescape(strings.TrimSpace(name)))
-		prop, known := propNames[name]
-		if !known && name != "font" {
+		name = cssUnescape(strings.TrimSpace(name))
+		if strings.HasPrefix(name, "--") {
+			val = strings.TrimSpace(cssUnescape(val))
+			important := false
+			if k := strings.LastIndexByte(val, '!'); k >= 0 && strings.EqualFold(strings.TrimSpace(val[k+1:]), "important") {
+				important = true
+				val = strings.TrimSpace(val[:k])
+			}
+			if len(name) > 2 && len(val) <= maxCustomBytes {
+				out = append(out, propDecl{prop: propCustom, cssDecl: cssDecl{val: name + ":" + collapseSpace(val), important: important, spec: spec, order: order, hasVar: strings.Contains(strings.ToLower(val), "var(")}})
+			}
 			continue
 		}
-		val = collapseSpace(strings.ToLower(cssUnescape(val)))
+		name = strings.ToLower(name)
+		prop, known := propNames[name]
+		box, isBox := boxShorthands[name]
+		border, isBorder := borderShorthands[name]
+		if !known && !isBox && !isBorder && name != "font" {
+			continue
+		}
+		val = cssUnescape(val)
+		hasVar := strings.Contains(strings.ToLower(val), "var(")
+		if hasVar {
+			val = collapseSpace(val)
+		} else {
+			val = collapseSpace(strings.ToLower(val))
+		}
 		important := false
-		if k := strings.LastIndexByte(val, '!'); k >= 0 && strings.TrimSpace(val[k+1:]) == "important" {
+		if k := strings.LastIndexByte(val, '!'); k >= 0 && strings.EqualFold(strings.TrimSpace(val[k+1:]), "important") {
 			important = true
 			val = strings.TrimSpace(val[:k])
-		}
-		if name == "font" {
-			prop, val = propFontSize, fontShorthandSize(val)
 		}
 		if val == "" {
 			continue
 		}
-		out = append(out, propDecl{prop: int8(prop), cssDecl: cssDecl{val: val, important: important, spec: spec, order: order}})
+		d := cssDecl{val: val, important: important, spec: spec, order: order, hasVar: hasVar}
+		switch {
+		case isBox:
+			var parts [4]string
+			if hasVar {
+				parts = [4]string{unknownValue, unknownValue, unknownValue, unknownValue}
+			} else {
+				parts = boxSides(val)
+			}
+			for i, prop := range box {
+				if prop >= 0 && parts[i] != "" {
+					d.val, d.hasVar = parts[i], false
+					out = append(out, propDecl{prop: int8(prop), cssDecl: d})
+				}
+			}
+			continue
+		case isBorder:
+			w := unknownValue
+			if !hasVar {
+				w = borderWidth(val)
+			}
+			d.hasVar = false
+			for _, prop := range border {
+				d.val = w
+				out = append(out, propDecl{prop: int8(prop), cssDecl: d})
+			}
+			continue
+		case name == "font":
+			prop = propFontSize
+			if hasVar {
+				d.val, d.hasVar = unknownValue, false
+			} else if d.val = fontShorthandSize(val); d.val == "" {
+				continue
+			}
+		}
+		out = append(out, propDecl{prop: int8(prop), cssDecl: d})
 	}
 	return out
 }
 
-// declHides reports whether a declaration on its own can hide text (it may
-// need a partner: a zero height needs hidden overflow). Rules matched only
-// approximately (selector.go, when the matching budget is spent) contribute
-// these alone.
-func declHides(prop int, val string) bool {
-	switch prop {
-	case propDisplay:
-		return val == "none"
-	case propVisibility:
-		return val == "hidden" || val == "collapse"
-	case propFontSize:
-		return fontSizeKind(val) == fontZero
-	case propOpacity:
-		o, ok := parseOpacity(val)
-		return ok && o < minOpacity
-	case propHeight, propMaxHeight, propWidth, propMaxWidth:
-		return isZeroLength(val)
-	case propOverflow, propOverflowX, propOverflowY:
-		return overflowClips(val)
-	case propColor, propTextFill:
-		c, ok := parseColor(val)
-		return ok && c.a == 0
-	case propContentVisibility:
-		return val == "hidden"
-	case propPosition:
-		return val == "absolute" || val == "fixed"
-	case propLeft, propTop, propTextIndent:
-		return farNegative(val)
-	}
-	return false
-}
-
-// ownStyle is what an element's own declarations say about its visibility;
-// inherit combines it with its parent's.
-type ownStyle struct {
-	drop    bool    // the element and everything in it is invisible
-	font    int8    // fontUnset, fontZero, fontSet (an absolute size), fontRel (relative, so zero stays zero)
-	vis     int8    // visUnset, visHidden, visShown
-	opacity float64 // 1 when not set
-	color   rgba    // the text colour; a == -1: not set (inherited)
-	bg      rgba    // the background; a == -1: none; unknownBG: an image or gradient
-}
-
-const (
-	fontUnset = iota
-	fontZero
-	fontSet
-	fontRel
-)
-
-const (
-	visUnset = iota
-	visHidden
-	visShown
-)
-
-// minOpacity is the opacity below which content is practically invisible
-// (0.5 is still readable).
-const minOpacity = 0.1
-
-// minContrast is the contrast ratio (WCAG's, 1 to 21) below which text on
-// its background cannot be read: #f0f0f0 on white is 1.14, the light grey
-// #e0e0e0 that footers use is 1.32.
-const minContrast = 1.2
-
-// visState is the visibility inherited by an element's content.
-type visState struct {
-	drop      bool
-	fontZero  bool
-	visHidden bool
-	opacity   float64 // the product of the ancestors' opacities
-	color     rgba    // the text colour; a == -1 unknown
-	bg        rgba    // the opaque background behind the text; a == -1 unknown
-	unread    bool    // unreadable(), kept up to date by inherit
-}
-
-// rootState is what the document starts with: black text on the white page
-// of a desktop client in light mode.
-var rootState = visState{opacity: 1, color: rgba{0, 0, 0, 1}, bg: rgba{1, 1, 1, 1}}
-
-func (v visState) hidden() bool {
-	return v.drop || v.fontZero || v.visHidden || v.opacity < minOpacity || v.unread
-}
-
-// unreadable reports whether the text colour is too close to the background
-// to read (both known).
-func (v visState) unreadable() bool {
-	if v.color.a < 0 || v.bg.a < 0 {
-		return false
-	}
-	return contrast(over(v.color, v.bg), v.bg) < minContrast
-}
-
-func inherit(parent visState, own ownStyle) visState {
-	st := parent
-	st.drop = parent.drop || own.drop
-	switch own.font {
-	case fontZero:
-		st.fontZero = true
-	case fontSet:
-		st.fontZero = false
-	}
-	switch own.vis {
-	case visHidden:
-		st.visHidden = true
-	case visShown:
-		st.visHidden = false
-	}
-	st.opacity *= own.opacity
-	if own.color.a >= 0 {
-		st.color = own.color
-	}
-	switch {
-	case own.bg == unknownBG:
-		st.bg = rgba{a: -1}
-	case own.bg.a == 1:
-		st.bg = own.bg
-	case own.bg.a > 0 && st.bg.a >= 0:
-		st.bg = over(own.bg, st.bg)
-	case own.bg.a > 0:
-		st.bg = rgba{a: -1} // translucent over something unknown
-	}
-	if own.color.a >= 0 || own.bg.a != -1 {
-		st.unread = st.unreadable()
-	}
-	return st
-}
-
-// unknownBG is a background that cannot be compared: an image or gradient.
-var unknownBG = rgba{-1, -1, -1, -2}
-
-// styleOf turns an element's cascaded declarations (and its presentational
-// attributes) into its ownStyle.
-func styleOf(p *cssProps, tag string, a *elemAttrs) ownStyle {
-	o := ownStyle{opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
-	o.drop = a.hidden || p[propDisplay].val == "none" || p[propContentVisibility].val == "hidden"
-	if op, ok := parseOpacity(p[propOpacity].val); ok {
-		o.opacity = op
-	}
-	zeroH := isZeroLength(p[propHeight].val) || isZeroLength(p[propMaxHeight].val)
-	zeroW := isZeroLength(p[propWidth].val) || isZeroLength(p[propMaxWidth].val)
-	clipY := overflowClips(p[propOverflow].val) || overflowClips(p[propOverflowY].val)
-	clipX := overflowClips(firstWord(p[propOverflow].val)) || overflowClips(p[propOverflowX].val)
-	if zeroH && clipY || zeroW && clipX || isZeroLength(p[propWidth].val) && isZeroLength(p[propHeight].val) {
-		o.drop = true
-	}
-	switch p[propPosition].val {
-	case "absolute", "fixed":
-		if farNegative(p[propLeft].val) || farNegative(p[propTop].val) {
-			o.drop = true // moved off the screen
+// boxSides splits a one- to four-value box shorthand into top, right,
+// bottom and left.
+func boxSides(v string) [4]string {
+	var w []string
+	for x := range splitTopLevel(v, ' ') {
+		if x = strings.TrimSpace(x); x != "" {
+			w = append(w, x)
 		}
 	}
-	if farNegative(p[propTextIndent].val) && clipX {
-		o.drop = true // the text is pushed out of its own clipping box
+	switch len(w) {
+	case 1:
+		return [4]string{w[0], w[0], w[0], w[0]}
+	case 2:
+		return [4]string{w[0], w[1], w[0], w[1]}
+	case 3:
+		return [4]string{w[0], w[1], w[2], w[1]}
+	case 4:
+		return [4]string{w[0], w[1], w[2], w[3]}
 	}
-	o.font = fontSizeKind(p[propFontSize].val)
-	switch p[propVisibility].val {
-	case "hidden", "collapse":
-		o.vis = visHidden
-	case "visible":
-		o.vis = visShown
-	}
-	if c, ok := parseColor(p[propColor].val); ok {
-		o.color = c
-	} else if p[propColor].order == 0 {
-		if c, ok := parseColor(a.color); ok { // <font color>
-			o.color = c
-		} else if tag == "a" && a.href {
-			o.color = linkColor // the browser's own style for links
-		}
-	}
-	if fill, ok := parseColor(p[propTextFill].val); ok {
-		o.color = fill
-	}
-	image := p[propBackgroundImage].order != 0 && p[propBackgroundImage].val != "none" &&
-		(p[propBackground].order == 0 || p[propBackgroundImage].beats(p[propBackground]))
-	switch {
-	case image:
-		o.bg = unknownBG
-	case p[propBackground].order != 0:
-		o.bg = backgroundColor(p[propBackground].val)
-	case a.background != "": // <td background="image.png">
-		o.bg = unknownBG
-	case a.bgcolor != "":
-		if c, ok := parseColor(a.bgcolor); ok {
-			o.bg = c
-		}
-	}
-	return o
+	return [4]string{}
 }
 
-// linkColor is the colour browsers give a link (<a href>) that its page
-// does not colour.
-var linkColor = rgba{0, 0, 0.933, 1}
-
-// backgroundColor reads the colour a background (or background-color)
-// value paints: unknownBG for an image or gradient (drawn above the
-// colour), no background (a == -1) for values it cannot read.
-func backgroundColor(v string) rgba {
-	if strings.Contains(v, "url(") || strings.Contains(v, "gradient(") || strings.Contains(v, "image(") || strings.Contains(v, "image-set(") {
-		return unknownBG
-	}
-	if c, ok := parseColor(v); ok {
-		return c
-	}
-	// The colour is one of the words of the shorthand ("#fff no-repeat").
-	for len(v) > 0 {
-		w := v
-		if k := indexTopLevel(v, ' '); k >= 0 {
-			w, v = v[:k], v[k+1:]
-		} else {
-			v = ""
+// borderWidth finds the width in a border shorthand ("1px solid #ccc");
+// "medium" (3 px) when it names none, as CSS does.
+func borderWidth(v string) string {
+	for w := range strings.FieldsSeq(v) {
+		switch w {
+		case "thin", "medium", "thick":
+			return w
 		}
-		if c, ok := parseColor(w); ok {
-			return c
+		if _, _, ok := parseLength(w); ok {
+			return w
 		}
 	}
-	return rgba{a: -1}
-}
-
-func (o ownStyle) hides() bool {
-	return o.drop || o.font == fontZero || o.vis == visHidden || o.opacity < minOpacity || o.color.a == 0
+	return "medium"
 }
 
 // parseOpacity reads an opacity value (a number or a percentage).
@@ -790,6 +752,28 @@ type cssRule struct {
 	selectors string
 	decls     []propDecl // with spec 0: the selector's specificity is added when it is compiled
 	order     int32
+}
+
+// geoOnly reports whether all of a rule's declarations only place or size
+// boxes, which matters only where positions are followed (geometry.go).
+func (r *cssRule) geoOnly() bool {
+	for _, d := range r.decls {
+		if !geoOnlyProp(int(d.prop)) {
+			return false
+		}
+	}
+	return true
+}
+
+func geoOnlyProp(prop int) bool {
+	switch prop {
+	case propMarginRight, propMarginBottom, propPaddingLeft, propPaddingRight, propPaddingTop, propPaddingBottom,
+		propBorderLeft, propBorderRight, propBorderTop, propBorderBottom, propMinWidth, propMinHeight,
+		propTextAlign, propDirection, propWritingMode, propLineHeight, propLetterSpacing, propWordSpacing,
+		propWhiteSpace, propZoom:
+		return true
+	}
+	return false
 }
 
 // cssReader reads the rules of style blocks that apply on a desktop

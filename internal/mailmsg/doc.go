@@ -7,10 +7,16 @@
 // bidi characters, never lets raw HTML through, and runs in time linear in
 // the size of its input.
 //
-// HTML is parsed with golang.org/x/net/html (the HTML5 algorithm) and
-// <style> rules are matched with github.com/andybalholm/cascadia, so what
-// counts as hidden is judged on the tree a browser renders (html.go,
-// css.go, selector.go).
+// HTML is parsed with golang.org/x/net/html (the HTML5 algorithm, scripting
+// off as in mail clients) and <style> rules are matched with
+// github.com/andybalholm/cascadia, so what counts as hidden is judged on the
+// tree a browser renders: html.go walks it, css.go and selector.go cascade
+// the style sheets, vars.go resolves custom properties, style.go decides
+// what one element's style hides, geometry.go bounds where text lands (off
+// the page is hidden), replaced.go applies the rendering rules that are not
+// CSS (SVG, <object>). HiddenRules lists the rules, in the words of
+// docs/tools.md; tests/hiding_test.go checks them against Chromium's
+// pixels.
 //
 // The package does no I/O to mail servers and must not import go-imap or
 // go-smtp: the IMAP layer hands it raw bytes (one part at a time, as fetched

@@ -26,7 +26,8 @@ import (
 // change: display, visibility, zero font sizes, opacity 0, zero sizes with
 // hidden overflow, a colour equal to its background. What changed on
 // purpose is left out: mso-hide, translucent colours, colours compared by
-// contrast, white text on the page's white.
+// contrast, white text on the page's white; and (issue 36) sizes that clip
+// only on blocks, never on inline elements or table cells.
 func FuzzHTMLToTextOld(f *testing.F) {
 	f.Add([]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
 	f.Add([]byte("\x05\x01\x02\x07\x00\x03\x09\x04\x08\x06\x0b\x0c\x0d"))
@@ -99,7 +100,10 @@ var genStyles = []string{
 	"color:#0000ff", "display:block", "height:0;overflow:hidden", "font:0/0 a",
 }
 
-func (g *docGen) attrs() string {
+// attrs writes an element's attributes; sized says it is a block, where
+// a zero size with hidden overflow hides (on inline elements and table
+// parts sizes do not clip, which the old converter ignored: left out).
+func (g *docGen) attrs(sized bool) string {
 	var a string
 	coloured := false
 	defer func() {
@@ -111,12 +115,12 @@ func (g *docGen) attrs() string {
 	if g.next(3) > 0 {
 		return "" // most elements have no style
 	}
-	if s := genStyles[g.next(len(genStyles))]; s != "" {
+	if s := genStyles[g.next(len(genStyles))]; s != "" && (sized || !strings.Contains(s, "height")) {
 		a += ` style="` + s + `"`
 		coloured = strings.Contains(s, "color")
 	}
-	if g.next(9) == 0 {
-		a += " hidden"
+	if g.next(9) == 0 && !strings.Contains(a, "display") {
+		a += " hidden" // (under a CSS display it shows now, as in browsers)
 	}
 	return a
 }
@@ -134,13 +138,13 @@ func (g *docGen) inline(b *strings.Builder, depth int) {
 		g.text(b)
 	case k == 3:
 		g.word++
-		fmt.Fprintf(b, `<a href="https://x.example/%d"%s>`, g.word, g.attrs())
+		fmt.Fprintf(b, `<a href="https://x.example/%d"%s>`, g.word, g.attrs(false))
 		g.text(b)
 		b.WriteString("</a> ")
 		g.end()
 	default:
 		tag := []string{"span", "b", "i", "font"}[g.next(4)]
-		fmt.Fprintf(b, "<%s%s>", tag, g.attrs())
+		fmt.Fprintf(b, "<%s%s>", tag, g.attrs(false))
 		for range 1 + g.next(3) {
 			if tag == "span" {
 				g.inline(b, depth+1)
@@ -161,7 +165,7 @@ func (g *docGen) block(b *strings.Builder, depth int) {
 	switch g.next(8) {
 	case 0, 1:
 		tag := []string{"p", "h2"}[g.next(2)]
-		fmt.Fprintf(b, "<%s%s>", tag, g.attrs())
+		fmt.Fprintf(b, "<%s%s>", tag, g.attrs(true))
 		for range 1 + g.next(3) {
 			g.inline(b, depth+1)
 		}
@@ -169,7 +173,7 @@ func (g *docGen) block(b *strings.Builder, depth int) {
 		g.end()
 	case 2, 3:
 		tag := []string{"div", "blockquote", "center"}[g.next(3)]
-		fmt.Fprintf(b, "<%s%s>", tag, g.attrs())
+		fmt.Fprintf(b, "<%s%s>", tag, g.attrs(true))
 		for range 1 + g.next(3) {
 			g.block(b, depth+1)
 		}
@@ -177,9 +181,9 @@ func (g *docGen) block(b *strings.Builder, depth int) {
 		g.end()
 	case 4:
 		tag := []string{"ul", "ol"}[g.next(2)]
-		fmt.Fprintf(b, "<%s%s>", tag, g.attrs())
+		fmt.Fprintf(b, "<%s%s>", tag, g.attrs(true))
 		for range 1 + g.next(3) {
-			fmt.Fprintf(b, "<li%s>", g.attrs())
+			fmt.Fprintf(b, "<li%s>", g.attrs(true))
 			g.inline(b, depth+1)
 			b.WriteString("</li>")
 			g.end()
@@ -187,11 +191,11 @@ func (g *docGen) block(b *strings.Builder, depth int) {
 		fmt.Fprintf(b, "</%s>", tag)
 		g.end()
 	case 5:
-		fmt.Fprintf(b, "<table%s><tbody>", g.attrs())
+		fmt.Fprintf(b, "<table%s><tbody>", g.attrs(false))
 		for range 1 + g.next(2) {
-			fmt.Fprintf(b, "<tr%s>", g.attrs())
+			fmt.Fprintf(b, "<tr%s>", g.attrs(false))
 			for range 1 + g.next(3) {
-				fmt.Fprintf(b, "<td%s>", g.attrs())
+				fmt.Fprintf(b, "<td%s>", g.attrs(false))
 				g.block(b, depth+1)
 				b.WriteString("</td>")
 				g.end()

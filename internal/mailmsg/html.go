@@ -39,6 +39,11 @@ type htmlText struct {
 	text   string // what a reader sees
 	hidden string // the text of the hidden elements, one line per element (only when asked for)
 	count  int    // hidden elements (outermost ones) that had text
+	// Text kept in text that may be hidden all the same (placed in a way
+	// not decided here): its lines (only when asked for) and how many
+	// elements.
+	unsure      string
+	unsureCount int
 }
 
 // HiddenWarning is the warning for n hidden HTML elements whose text was
@@ -49,6 +54,20 @@ func HiddenWarning(n int) string {
 	}
 	return fmt.Sprintf("%d HTML elements with text were removed because mail clients do not show them (styled to be invisible, a common way to hide instructions).", n)
 }
+
+// UnsureWarning is the warning for n HTML elements whose text was kept
+// although mail clients may not show it.
+func UnsureWarning(n int) string {
+	what := fmt.Sprintf("%d HTML elements with text are", n)
+	if n == 1 {
+		what = "1 HTML element with text is"
+	}
+	return what + " moved off the page or clipped in a way that depends on the mail client, so the reader may not see it; the text is kept in the body (treat it with suspicion: hiding text is a common way to address a model behind the reader's back)."
+}
+
+// UnsureLabel starts the lines of possibly hidden text in the hidden text
+// (DecodeTextHidden).
+const UnsureLabel = "possibly hidden (also in the body):"
 
 // htmlToText is convertHTML without the hidden text.
 func htmlToText(s string) (string, int) {
@@ -62,7 +81,7 @@ func convertHTML(s string, keepHidden bool) htmlText {
 	// Sanitising first drops invisible characters and controls.
 	s = sanitizeChars(s)
 	doc, rest := parseHTML(s)
-	r := &renderer{lineStart: true, keepHidden: keepHidden}
+	r := &renderer{lineStart: true, keepHidden: keepHidden, doc: doc}
 	if css := styleBlocks(doc); len(css.rules) > 0 {
 		if sh := newStyleSheet(css.rules, quirksMode(doc)); !sh.empty() {
 			r.m = newMatcher(sh, doc, matchBudget(len(s)))
@@ -78,19 +97,20 @@ func convertHTML(s string, keepHidden bool) htmlText {
 		tokenText(rest, func(t string) { r.hiddenText(t, run) })
 	}
 	out := strings.ReplaceAll(r.out.String(), "\u00a0", " ")
-	res := htmlText{text: normalizeText(Sanitize(out)), count: r.count}
+	res := htmlText{text: normalizeText(Sanitize(out)), count: r.count, unsureCount: r.unsCount}
 	if keepHidden {
 		res.hidden = normalizeText(Sanitize(strings.ReplaceAll(r.hid.String(), "\u00a0", " ")))
+		res.unsure = normalizeText(Sanitize(strings.ReplaceAll(r.uns.String(), "\u00a0", " ")))
 	}
 	return res
 }
 
-// parseHTML parses s with the HTML5 algorithm. x/net/html refuses a
+// parseHTML parses s with the HTML5 algorithm (parse). x/net/html refuses a
 // document nested deeper than 512 elements (Chromium stops nesting there
 // too); then the longest prefix it accepts is parsed, and the rest is
 // returned, to be treated as hidden.
 func parseHTML(s string) (*html.Node, string) {
-	doc, err := html.Parse(strings.NewReader(s))
+	doc, err := parse(strings.NewReader(s))
 	if err == nil {
 		return doc, ""
 	}
@@ -98,7 +118,7 @@ func parseHTML(s string) (*html.Node, string) {
 	for range 4 {
 		// Read one byte at a time to learn where it gave up.
 		cr := &byteReader{s: s[:cut]}
-		if _, err := html.Parse(cr); err == nil {
+		if _, err := parse(cr); err == nil {
 			break
 		}
 		k := strings.LastIndexByte(s[:max(cr.n-1, 0)], '<')
@@ -106,12 +126,18 @@ func parseHTML(s string) (*html.Node, string) {
 			break
 		}
 		cut = k
-		if doc, err := html.Parse(strings.NewReader(s[:cut])); err == nil {
+		if doc, err := parse(strings.NewReader(s[:cut])); err == nil {
 			return doc, s[cut:]
 		}
 	}
-	doc, _ = html.Parse(strings.NewReader(""))
+	doc, _ = parse(strings.NewReader(""))
 	return doc, s
+}
+
+// parse builds the tree as a mail client does: with scripting disabled,
+// so <noscript> holds markup that is shown.
+func parse(r io.Reader) (*html.Node, error) {
+	return html.ParseWithOptions(r, html.ParseOptionEnableScripting(false))
 }
 
 // byteReader hands out s one byte per Read and counts them.
@@ -239,12 +265,14 @@ func quirksMode(doc *html.Node) bool {
 // browsers keep).
 type elemAttrs struct {
 	style, color, bgcolor, background, hrefVal string
-	hidden, href, open                         bool
+	align, dir, width, height, border          string
+	hidden, untilFound, href, open             bool
 }
 
 func attrsOf(n *html.Node) elemAttrs {
 	var a elemAttrs
 	var seen uint8
+	var seenNames []string
 	for _, at := range n.Attr {
 		if at.Namespace != "" {
 			continue
@@ -263,8 +291,27 @@ func attrsOf(n *html.Node) elemAttrs {
 			bit = 16
 		case "hidden":
 			a.hidden = true
+			a.untilFound = strings.EqualFold(strings.TrimSpace(at.Val), "until-found")
 		case "open":
 			a.open = true
+		case "text":
+			bit = 2 // <body text> is <body>'s colour
+		case "align":
+			bit = 32
+		case "dir":
+			bit = 64
+		case "width", "height", "border":
+			if !slicesContains(seenNames, at.Key) {
+				seenNames = append(seenNames, at.Key)
+				switch at.Key {
+				case "width":
+					a.width = at.Val
+				case "height":
+					a.height = at.Val
+				default:
+					a.border = at.Val
+				}
+			}
 		}
 		if bit == 0 || seen&bit != 0 {
 			continue
@@ -273,7 +320,7 @@ func attrsOf(n *html.Node) elemAttrs {
 		switch at.Key {
 		case "style":
 			a.style = at.Val
-		case "color":
+		case "color", "text":
 			a.color = legacyColor(at.Val)
 		case "bgcolor":
 			a.bgcolor = legacyColor(at.Val)
@@ -281,24 +328,88 @@ func attrsOf(n *html.Node) elemAttrs {
 			a.background = at.Val
 		case "href":
 			a.href, a.hrefVal = true, at.Val
+		case "align":
+			a.align = strings.ToLower(strings.TrimSpace(at.Val))
+		case "dir":
+			a.dir = strings.ToLower(strings.TrimSpace(at.Val))
 		}
 	}
 	return a
 }
 
-// legacyColor reads a colour attribute (bgcolor="ffffff" is #ffffff).
-func legacyColor(v string) string {
-	v = strings.TrimSpace(v)
-	if len(v) == 6 || len(v) == 3 {
-		hex := true
-		for i := 0; i < len(v); i++ {
-			hex = hex && isHex(v[i])
-		}
-		if hex {
-			return "#" + v
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
 		}
 	}
-	return strings.ToLower(v)
+	return false
+}
+
+// legacyColor reads a colour attribute (bgcolor, <font color>) by HTML's
+// rules for parsing a legacy colour value: bgcolor="ffffff" is #ffffff and
+// "chucknorris" is #c00000. It returns a value parseColor reads ("" for
+// none).
+func legacyColor(v string) string {
+	v = strings.Trim(v, " \t\n\f\r")
+	l := strings.ToLower(v)
+	if v == "" || l == "transparent" {
+		return ""
+	}
+	if _, ok := parseColor(l); ok && !strings.HasPrefix(l, "#") && !strings.Contains(l, "(") {
+		return l // a named colour
+	}
+	if len(v) == 4 && v[0] == '#' && isHex(v[1]) && isHex(v[2]) && isHex(v[3]) {
+		return l
+	}
+	var b []byte
+	for _, r := range v {
+		if len(b) >= 128 {
+			break
+		}
+		switch {
+		case r > 0xFFFF:
+			b = append(b, '0', '0')
+		case r < 0x80 && isHex(byte(r)):
+			b = append(b, byte(r))
+		case r == '#' && len(b) == 0 && strings.HasPrefix(v, "#"):
+			// a leading '#' is dropped
+		default:
+			b = append(b, '0')
+		}
+	}
+	if len(b) > 128 {
+		b = b[:128]
+	}
+	for len(b) == 0 || len(b)%3 != 0 {
+		b = append(b, '0')
+	}
+	n := len(b) / 3
+	parts := [3][]byte{b[:n], b[n : 2*n], b[2*n:]}
+	if n > 8 {
+		for i := range parts {
+			parts[i] = parts[i][n-8:]
+		}
+		n = 8
+	}
+	for n > 2 && parts[0][0] == '0' && parts[1][0] == '0' && parts[2][0] == '0' {
+		for i := range parts {
+			parts[i] = parts[i][1:]
+		}
+		n--
+	}
+	out := []byte{'#'}
+	for i := range parts {
+		p := parts[i]
+		if len(p) > 2 {
+			p = p[:2]
+		}
+		if len(p) == 1 {
+			p = []byte{'0', p[0]}
+		}
+		out = append(out, p...)
+	}
+	return strings.ToLower(string(out))
 }
 
 // renderer walks the parsed document and writes what a reader sees.
@@ -324,14 +435,30 @@ type renderer struct {
 	linkHref string
 	linkText strings.Builder
 
+	doc        *html.Node
 	m          *matcher // nil without style rules
 	next       int32    // the index in m.elems of the next element
 	styleCache map[string][]propDecl
+	props      cssProps   // the cascade of the element styled last
+	propsNode  *html.Node // that element
+
+	geo   lineBounds // where text can land (geometry.go)
+	pageW float64    // pageWidth, once computed
+
+	// In a <select> shown as a drop-down: the option it shows.
+	inSelect bool
+	shown    *html.Node
 
 	keepHidden bool
 	hid        strings.Builder // the hidden text
 	hidSpace   bool
 	count      int
+
+	// Text shown that may be hidden (visState.unsure).
+	uns         strings.Builder
+	unsCount    int
+	unsLastRun  *hiddenRun
+	varOverflow bool
 }
 
 // hiddenRun is one stretch of hidden content: an element that hides and
@@ -344,7 +471,7 @@ func skipped(n *html.Node) bool {
 		return n.Data == "style" || n.Data == "script"
 	}
 	switch n.Data {
-	case "head", "script", "style", "template", "title", "noscript", "iframe", "noembed", "noframes":
+	case "head", "script", "style", "template", "title", "iframe", "noembed", "noframes":
 		return true
 	}
 	return false
@@ -366,8 +493,20 @@ func (r *renderer) walk(n *html.Node, st visState, run *hiddenRun, closedDetails
 		}
 		switch c.Type {
 		case html.TextNode:
-			if cst.hidden() {
-				crun := run
+			hidden := cst.hidden() || r.inSelect && n.Data == "select"
+			crun := run
+			if r.geo.on && !cst.drop {
+				// Text takes its place whether it is seen or not.
+				if off := r.offPage(c.Data, &cst); off && !hidden {
+					hidden = true
+					if r.geo.run == nil {
+						r.geo.run = &hiddenRun{}
+						r.startHidden()
+					}
+					crun = r.geo.run
+				}
+			}
+			if hidden {
 				if crun == nil {
 					crun = &hiddenRun{}
 					r.startHidden()
@@ -375,6 +514,9 @@ func (r *renderer) walk(n *html.Node, st visState, run *hiddenRun, closedDetails
 				r.hiddenText(c.Data, crun)
 			} else {
 				r.text(c.Data)
+				if cst.unsure != nil {
+					r.unsureText(c.Data, cst.unsure)
+				}
 			}
 		case html.ElementNode:
 			r.element(c, cst, run)
@@ -390,6 +532,7 @@ func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
 		return
 	}
 	name := n.Data
+	svg := n.Namespace == "svg"
 	if n.Namespace != "" {
 		name = "" // foreign content: no HTML rendering
 	}
@@ -401,16 +544,21 @@ func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
 				r.pendingNL = 0
 			}
 		}
+		r.geoBreak(&st)
 		return
 	}
 	a := attrsOf(n)
 	var own ownStyle
 	if !st.drop {
-		own = r.styleFor(e, n, name, &a)
+		own = r.styleFor(e, n, name, &a, &st)
 	} else {
-		own = ownStyle{drop: true, opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
+		own = ownStyle{drop: true, opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}, scale: 1}
 	}
+	inner := r.rendering(n, name, svg, &a, &own, &st) // what happens to its content
 	cst := inherit(st, own)
+	if own.box != nil && own.box.far && cst.unsure == nil {
+		cst.unsure = &hiddenRun{}
+	}
 	crun := run
 	switch {
 	case !cst.hidden():
@@ -431,12 +579,125 @@ func (r *renderer) element(n *html.Node, st visState, run *hiddenRun) {
 	if r.m != nil {
 		r.m.enter(e)
 	}
-	r.walk(n, cst, crun, name == "details" && !a.open)
+	saved := r.geoEnter(n, &own, &st, &cst)
+	wasSelect, wasShown := r.inSelect, r.shown
+	if name == "select" {
+		r.inSelect, r.shown = dropDown(n)
+	}
+	kids := cst
+	switch inner {
+	case contentHidden:
+		kids.drop = true
+		if crun == nil {
+			crun = &hiddenRun{}
+			r.startHidden()
+		}
+	case contentUnsure:
+		if kids.unsure == nil {
+			kids.unsure = &hiddenRun{}
+		}
+	case contentPlaceUnknown:
+		r.geo = offBounds
+		r.geo.on = saved.on
+	}
+	r.walk(n, kids, crun, name == "details" && !a.open)
+	r.inSelect, r.shown = wasSelect, wasShown
+	r.geoLeave(&own, saved)
 	if r.m != nil {
 		r.m.leave(e)
 	}
 	r.hidSpace = r.hidSpace || block
 	r.closeOutput(name)
+}
+
+// What an element does with its content, besides its style.
+const (
+	contentShown        = iota
+	contentHidden       // not rendered: media fallback, an object that displays, SVG outside <text>
+	contentUnsure       // rendered or not depending on the mail client: an object that may load
+	contentPlaceUnknown // rendered where positions are not followed (inside an SVG)
+)
+
+// rendering applies the browser's rendering rules that are not CSS: the
+// options of a drop-down that it does not show, <datalist>, media and
+// object fallback content, SVG (only <text> paints text; <desc>, <title>
+// and <metadata> never do; a zero-sized <svg> shows nothing). It may mark
+// own as dropped, and tells what happens to the element's content.
+func (r *renderer) rendering(n *html.Node, name string, svg bool, a *elemAttrs, own *ownStyle, st *visState) int {
+	if svg {
+		return r.svgRendering(n, a, own, st)
+	}
+	switch name {
+	case "datalist":
+		own.drop = true // its options are never rendered, whatever the CSS
+	case "option":
+		if r.inSelect && n != r.shown {
+			own.drop = true
+		} else if r.inSelect && attr(n, "label") != "" {
+			return contentHidden // it shows its label, not its text
+		}
+	case "video", "audio":
+		return contentHidden // a browser that plays them never renders their fallback
+	case "object":
+		switch objectDisplays(n) {
+		case objectShown:
+			return contentHidden
+		case objectMaybe:
+			return contentUnsure
+		}
+	case "svg", "math":
+	}
+	return contentShown
+}
+
+// dropDown tells whether select n is a drop-down (not a list box), and the
+// option it shows: the last one marked selected, else the first that is
+// not disabled.
+func dropDown(n *html.Node) (bool, *html.Node) {
+	if hasAttr(n, "multiple") {
+		return false, nil
+	}
+	if size := strings.TrimSpace(attr(n, "size")); size != "" && size != "0" && size != "1" {
+		if k, err := strconv.Atoi(size); err == nil && k > 1 {
+			return false, nil
+		}
+	}
+	var selected, first *html.Node
+	var visit func(p *html.Node)
+	visit = func(p *html.Node) {
+		for c := p.FirstChild; c != nil; c = c.NextSibling {
+			if c.Type != html.ElementNode || c.Namespace != "" {
+				continue
+			}
+			switch c.Data {
+			case "option":
+				if hasAttr(c, "selected") {
+					selected = c
+				}
+				if first == nil && !hasAttr(c, "disabled") {
+					first = c
+				}
+			case "optgroup":
+				if !hasAttr(c, "disabled") {
+					visit(c)
+				}
+			}
+		}
+	}
+	visit(n)
+	if selected != nil {
+		return true, selected
+	}
+	return true, first
+}
+
+func hasAttr(n *html.Node, key string) bool {
+	for _, a := range n.Attr {
+		if a.Key == key && a.Namespace == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // skipSubtree moves the element count past the subtree of element e.
@@ -465,21 +726,61 @@ func (r *renderer) dropped(n *html.Node, run *hiddenRun) {
 }
 
 // styleFor computes what an element's own attributes and the style sheet
-// say about its visibility.
-func (r *renderer) styleFor(e int32, n *html.Node, name string, a *elemAttrs) ownStyle {
-	var p cssProps
-	applied := r.m != nil && r.m.cascade(&p, e, n)
-	if !applied && a.style == "" && !a.hidden && a.color == "" && a.bgcolor == "" && a.background == "" {
-		o := ownStyle{opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}}
+// say about its visibility, under its parent's state st.
+func (r *renderer) styleFor(e int32, n *html.Node, name string, a *elemAttrs, st *visState) ownStyle {
+	p := &r.props
+	*p = cssProps{custom: p.custom[:0]}
+	r.propsNode = nil
+	applied := r.m != nil && r.m.cascade(p, e, n, r.geo.on)
+	if !applied && a.style == "" && !a.hidden && a.color == "" && a.bgcolor == "" && a.background == "" &&
+		a.align == "" && a.dir == "" && !r.geo.on && !defaultHides(name, n) {
+		o := ownStyle{opacity: 1, color: rgba{a: -1}, bg: rgba{a: -1}, scale: 1, disp: defaultDisplay(name)}
 		if name == "a" && a.href {
 			o.color = linkColor
+		}
+		if st.blockify && o.disp != dispContents {
+			o.disp = dispBlock
 		}
 		return o
 	}
 	if a.style != "" {
 		p.apply(r.inlineDecls(a.style))
 	}
-	return styleOf(&p, name, a)
+	if r.m != nil && !r.geo.on && r.m.sh.hasGeoOnly && (needsBox(p) || strings.Contains(p.d[propTextIndent].val, "-")) {
+		// It may start following positions: its own box counts too.
+		applied = r.m.cascade(p, e, n, true) || applied
+	}
+	r.propsNode = n
+	custom, over := st.custom, false
+	if len(p.custom) > 0 || p.vars {
+		custom, over = resolveVars(p, st.custom)
+	}
+	o := styleOf(p, name, a, st)
+	o.custom = custom
+	if over {
+		r.varOverflow = true
+		o.unsure = true
+	}
+	if r.geo.on || needsBox(p) || a.width != "" && r.geo.on {
+		fontPx := st.fontPx
+		if o.font != "" {
+			if px, ok := fontSizePx(o.font, st.fontPx); ok {
+				fontPx = px
+			}
+		}
+		o.box = readBox(p, a, o.disp, fontPx)
+	}
+	return o
+}
+
+// defaultHides reports whether the browser's own rules can hide an element
+// with no style of its own.
+func defaultHides(name string, n *html.Node) bool {
+	switch name {
+	case "dialog", "rp":
+		return true
+	}
+	return n.Namespace == "svg"
 }
 
 // inlineDecls parses a style attribute. Mail repeats the same few style
@@ -592,6 +893,8 @@ func (r *renderer) openOutput(name string, a *elemAttrs) {
 		}
 	case "li":
 		r.listItem = true
+	case "rt":
+		r.space = true // ruby text is shown above its base, a word of its own
 	case "table", "tr":
 		r.rowText, r.cellSep = false, false
 	case "td", "th":

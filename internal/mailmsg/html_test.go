@@ -1,7 +1,9 @@
 package mailmsg
 
 import (
+	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +116,6 @@ func TestHTMLHiddenElements(t *testing.T) {
 		{"hidden attribute upper case", `a<span HIDDEN="hidden">` + secret + `</span>b`, "ab", 1},
 		{"max-height 0 overflow hidden", `a<div style="max-height:0;overflow:hidden">` + secret + `</div>b`, "ab", 1},
 		{"height 0 overflow clip", `a<div style="height:0px;overflow:clip">` + secret + `</div>b`, "ab", 1},
-		{"width 0 height 0", `a<div style="width:0;height:0">` + secret + `</div>b`, "ab", 1},
 		{"colour equals background", `a<span style="color:#fff;background:#FFFFFF">` + secret + `</span>b`, "ab", 1},
 		{"colour equals background, other notations", `a<span style="color:white;background-color:rgb(255, 255, 255)">` + secret + `</span>b`, "ab", 1},
 		{"colour equals bgcolor of the cell", `<table><tr><td bgcolor="#00ff00"><span style="color:#0F0">` + secret + `</span>b</td></tr></table>`, "b", 1},
@@ -153,12 +154,53 @@ func TestHTMLHiddenElements(t *testing.T) {
 		{"white text on the white page", `a<span style="color:#fff">` + secret + `</span>b`, "ab", 1},
 		{"near-white text on a white cell", `<table><tr><td style="background:#fff">a<span style="color:#fafafa">` + secret + `</span>b</td></tr></table>`, "ab", 1},
 		{"text colour equal to a translucent cell over its parent", `<div style="background:#000"><p style="background:rgba(255,255,255,.5);color:#808080">` + secret + `</p></div>b`, "b", 1},
-		{"off-screen", `a<div style="position:absolute;left:-9999px">` + secret + `</div>b`, "ab", 1},
+		{"off-screen", `a<div style="position:absolute;left:-9999px">` + secret + `</div>b`, "a\nb", 1},
 		{"closed details", `<details><summary>Sum</summary>` + secret + `</details>b`, "Sum\nb", 1},
 		{"opacity multiplies down the tree", `<div style="opacity:.3"><span style="opacity:.3">` + secret + `</span></div>b`, "b", 1},
+		{"opacity multiplies down the tree, filter too", `<div style="opacity:.5"><span style="filter:opacity(.1)">` + secret + `</span></div>b`, "b", 1},
 		{"rule after a hiding rule at higher specificity", `<style>.x .h{display:none} .h{display:block}</style><div class="x"><span class="h">` + secret + `</span></div>b`, "b", 1},
 		{"important rule beats the style attribute", `<style>.h{display:none!important}</style>a<span class="h" style="display:inline">` + secret + `</span>b`, "ab", 1},
 		{"style element with media all", `<style media="all">.h{display:none}</style>a<span class="h">` + secret + `</span>b`, "ab", 1},
+
+		// Issue 36: off the page, clipped, shrunk, not rendered where they stand.
+		{"text-indent alone", `<p>a</p><div style="text-indent:-9999px">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"text-indent in a centred block", `<p>a</p><div style="text-indent:-9999px;text-align:center">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"text-indent in a table cell", `<table><tr><td style="text-indent:-9999px">` + secret + `</td><td>b</td></tr></table>`, "b", 1},
+		{"margin-left", `<p>a</p><div style="margin-left:-10000px">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"margin-left over a table", `<div style="margin-left:-10000px"><table><tr><td>` + secret + `</td><td>more secret</td></tr></table></div>b`, "b", 2},
+		{"margin shorthand", `<p>a</p><div style="margin:0 0 0 -10000px">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"inline margin-left hides the rest of its line", `<p>a</p><div><span style="margin-left:-10000px">` + secret + `</span> more secret</div><p>b</p>`, "a\n\nb", 1},
+		{"absolute right", `<p>a</p><div style="position:absolute;right:10000px">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"absolute bottom", `<p>a</p><div style="position:absolute;bottom:10000px">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"fixed left", `<p>a</p><div style="position:fixed;left:-9999px">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"relative left", `<p>a</p><div style="position:relative;left:-10000px">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"translateX", `<p>a</p><div style="transform:translateX(-9999px)">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"translate property", `<p>a</p><div style="translate:-9999px 0">` + secret + `</div><p>b</p>`, "a\n\nb", 1},
+		{"screen-reader-only", `a<div style="position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0)">` + secret + `</div>b`, "ab", 1},
+		{"one-pixel box", `a<div style="width:1px;height:1px;overflow:hidden">` + secret + `</div>b`, "ab", 1},
+		{"clip on an absolute box", `a<div style="position:absolute;clip:rect(0px,0px,0px,0px)">` + secret + `</div>b`, "ab", 1},
+		{"clip-path inset 50%", `a<div style="clip-path:inset(50%)">` + secret + `</div>b`, "ab", 1},
+		{"clip-path circle 0 on an inline", `a<span style="clip-path:circle(0)">` + secret + `</span>b`, "ab", 1},
+		{"clip-path polygon without area", `a<div style="clip-path:polygon(0 0, 0 0, 0 0)">` + secret + `</div>b`, "ab", 1},
+		{"scale(0)", `a<div style="transform:scale(0)">` + secret + `</div>b`, "ab", 1},
+		{"scale property", `a<div style="scale:0">` + secret + `</div>b`, "ab", 1},
+		{"degenerate matrix", `a<div style="transform:matrix(0,0,0,0,0,0)">` + secret + `</div>b`, "ab", 1},
+		{"filter opacity", `a<span style="filter:opacity(0)">` + secret + `</span>b`, "ab", 1},
+		{"svg of zero size", `a<svg width="0" height="0"><text>` + secret + `</text></svg>b`, "ab", 1},
+		{"svg text outside text, desc and title", `a<svg width="100" height="20"><title>` + secret + `</title><desc>x</desc><g>y</g><text>shown</text></svg>b`, "ashownb", 1},
+		{"svg text with fill none", `a<svg width="100" height="20"><text fill="none">` + secret + `</text></svg>b`, "ab", 1},
+		{"closed dialog", `a<dialog>` + secret + `</dialog>b`, "ab", 1},
+		{"datalist even with display", `a<datalist style="display:block"><option>` + secret + `</option></datalist>b`, "ab", 1},
+		{"drop-down shows its selected option", `<select><option>` + secret + `</option><option selected>shown</option></select>`, "shown", 1},
+		{"drop-down shows its first option", `<select><option>shown</option><option>` + secret + `</option></select>`, "shown", 1},
+		{"ruby parentheses", `<ruby>base<rp>(` + secret + `</rp><rt>note</rt><rp>)</rp></ruby>`, "base note", 2},
+		{"video and audio fallback", `a<video>` + secret + `</video><audio>x</audio>b`, "ab", 2},
+		{"object showing a data image", `a<object data="data:image/gif;base64,R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==">` + secret + `</object>b`, "ab", 1},
+		{"display var()", `<style>.v{--h:none}.w{display:var(--h)}</style><div class="v">a<span class="w">` + secret + `</span>b</div>`, "ab", 1},
+		{"display var() fallback", `a<span style="display:var(--nothing, none)">` + secret + `</span>b`, "ab", 1},
+		{"var() through two properties", `<div style="--a:none;--b:var(--a)">a<span style="display:var(--b)">` + secret + `</span>b</div>`, "ab", 1},
+		{"font colour attribute", `a<font color="ffffff">` + secret + `</font>b`, "ab", 1},
+		{"legacy colour value", `<table><tr><td bgcolor="chucknorris"><font color="#c00000">` + secret + `</font>b</td></tr></table>`, "b", 1},
 
 		// Nesting and counting.
 		{"nested hidden elements count once", `a<div style="display:none">x<span style="font-size:0">y</span><p hidden>z</p></div>b`, "ab", 1},
@@ -178,6 +220,31 @@ func TestHTMLHiddenElements(t *testing.T) {
 		{"what comes before the too-deep part shows", `<p>before</p>` + strings.Repeat("<div>", 600) + secret, "before", 1},
 		{"end tag of no open paragraph is an empty paragraph", `a</p>b</div>c`, "a\n\nbc", 0},
 		{"head text moves to the body", `<head><title>t</title>Visible</head>`, "Visible", 0},
+
+		// Look-alikes that stay visible (issue 36).
+		{"colour attribute on a paragraph", `<p color="#ffffff">x</p>`, "x", 0},
+		{"bgcolor on a div", `<div bgcolor="#000000" style="color:#000">x</div>`, "x", 0},
+		{"width 0 height 0 without hidden overflow", `a<div style="width:0;height:0">x</div>b`, "a\nx\nb", 0},
+		{"hidden attribute overridden by display", `<p hidden style="display:block">x</p>`, "x", 0},
+		{"hidden attribute overridden by a rule", `<style>p{display:block}</style><p hidden>x</p>`, "x", 0},
+		{"an inline element does not clip", `a<span style="max-height:0;overflow:hidden">x</span>b`, "axb", 0},
+		{"a table cell grows to its text", `<table><tr><td style="height:0;overflow:hidden">x</td></tr></table>`, "x", 0},
+		{"transforms do nothing on an inline", `a<span style="transform:scale(0)">x</span>b`, "axb", 0},
+		{"text-indent moves only the first line", `<div style="text-indent:-9999px">` + secret + `<br>x</div>`, "x", 1},
+		{"text-indent in a right-aligned block", `<div style="text-indent:-9999px;text-align:right">x</div>`, "x", 0},
+		{"margin-left over a table wider than the shift (a page that wide is not bounded: kept)", `<div style="margin-left:-10000px"><table width="20000"><tr><td>y</td><td>x</td></tr></table></div>`, "y | x", 0},
+		{"margin-left undone by a padding", `<div style="margin-left:-10000px"><div style="padding-left:20000px">x</div></div>`, "x", 0},
+		{"margin-left undone by a padding from another rule", `<style>.x{margin-left:-10000px}.y{padding-left:20000px}</style><div class="x y">x</div>`, "x", 0},
+		{"margin-left undone by a child's padding from a rule", `<style>.y{padding-left:20000px}</style><div style="margin-left:-10000px"><p class="y">x</p></div>`, "x", 0},
+		{"absolute against a positioned ancestor is unknown", `<div style="position:relative"><div style="position:absolute;left:-9999px">x</div></div>`, "x", 0},
+		{"open dialog", `<dialog open>x</dialog>`, "x", 0},
+		{"object without data", `<object>x</object>`, "x", 0},
+		{"noscript", `<noscript>x</noscript>`, "x", 0},
+		{"canvas fallback", `<canvas>x</canvas>`, "x", 0},
+		{"list box shows its options", `<select multiple><option>x</option><option>y</option></select>`, "x\ny", 0},
+		{"display var() to block", `<div style="--d:block"><p hidden style="display:var(--d)">x</p></div>`, "x", 0},
+		{"undefined var() without fallback is unset", `<style>.h{display:none}.h{display:var(--nope)}</style>a<span class="h">x</span>b`, "axb", 0},
+		{"custom property names keep their case", `<div style="--H:none;--h:inline">a<span style="display:var(--h)">x</span>b</div>`, "axb", 0},
 
 		// Look-alikes that stay visible.
 		{"mso-hide hides only in desktop Outlook", `a<div style="mso-hide:all">x</div>b`, "a\nx\nb", 0},
@@ -347,6 +414,8 @@ func TestHTMLToTextLinear(t *testing.T) {
 		{"style attributes", strings.Repeat(`<b style="color:#fff;background:#fff;font:0/0 a">x</b>`, n/54)},
 		{"hostile selectors on deep nests", hostileHTML(n)},
 		{"many rules of one key", "<style>" + strings.Repeat(".q .a{display:none}", n/40) + "</style>" + strings.Repeat(`<i class="a">x</i>`, n/36)},
+		{"custom properties on every level, looked up below", strings.Repeat(`<div style="--a:x;--b:var(--a)">`, 500) + strings.Repeat(`<i style="display:var(--zz, inline)">x</i>`, n/45)},
+		{"off-page geometry over many elements", `<div style="text-indent:-9999px;margin-left:-10000px">` + strings.Repeat(`<p style="padding:1px">x<span style="margin-left:1px">y</span></p>`, n/60) + `</div>`},
 		{"long sibling chains", "<style>" + strings.Repeat("i ~ i ~ b ~ .z{opacity:0}", n/50) + "</style>" + strings.Repeat("<i></i>", n/14)},
 	}
 	for _, tt := range tests {
@@ -382,5 +451,56 @@ func TestDecodeTextHidden(t *testing.T) {
 	d = DecodeTextHidden(strings.NewReader("plain <b>text</b>"), Part{MediaType: "text/plain"}, true)
 	if d.Text != "plain <b>text</b>" || d.HiddenText != "" || d.Hidden != 0 {
 		t.Errorf("plain text: %+v", d)
+	}
+}
+
+// What cannot be decided is kept in the text, with a warning, and listed
+// after the hidden text as possibly hidden.
+func TestUnsureText(t *testing.T) {
+	html := `<p>Shown</p><div style="position:relative"><div style="position:absolute;left:-9999px">Far but placed against its parent</div></div>` +
+		`<object data="https://x.example/a.swf">Remote fallback</object><span style="display:none">gone</span>`
+	d := DecodeTextHidden(strings.NewReader(html), Part{MediaType: "text/html"}, true)
+	for _, want := range []string{"Shown", "Far but placed against its parent", "Remote fallback"} {
+		if !strings.Contains(d.Text, want) {
+			t.Errorf("text %q lacks %q", d.Text, want)
+		}
+	}
+	if want := "gone\n" + UnsureLabel + "\nFar but placed against its parent\nRemote fallback"; d.HiddenText != want {
+		t.Errorf("hidden text %q, want %q", d.HiddenText, want)
+	}
+	if d.Hidden != 1 || !slices.Contains(d.Warnings, UnsureWarning(2)) {
+		t.Errorf("hidden %d, warnings %q", d.Hidden, d.Warnings)
+	}
+}
+
+// Custom properties that double at each step stay bounded: the value past
+// the bound is invalid (so it hides nothing) and the text is reported as
+// possibly hidden.
+func TestCustomPropertiesBounded(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`<div style="--p0:none`)
+	for i := 1; i <= 40; i++ {
+		fmt.Fprintf(&b, ";--p%d:var(--p%d) var(--p%d)", i, i-1, i-1)
+	}
+	b.WriteString(`"><span style="display:var(--p40)">x</span></div>`)
+	start := time.Now()
+	d := DecodeTextHidden(strings.NewReader(b.String()), Part{MediaType: "text/html"}, true)
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("took %v", time.Since(start))
+	}
+	if d.Text != "x" || !slices.Contains(d.Warnings, UnsureWarning(1)) {
+		t.Errorf("text %q warnings %q", d.Text, d.Warnings)
+	}
+}
+
+// Legacy colour values are read as browsers read them.
+func TestLegacyColor(t *testing.T) {
+	for in, want := range map[string]string{
+		"ffffff": "#ffffff", "#FFF": "#fff", "red": "red", "chucknorris": "#c00000", "transparent": "",
+		" #00ff00 ": "#00ff00", "fff": "#0f0f0f", "#1234567": "#124570", "": "",
+	} {
+		if got := legacyColor(in); got != want {
+			t.Errorf("legacyColor(%q) = %q, want %q", in, got, want)
+		}
 	}
 }

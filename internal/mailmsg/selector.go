@@ -53,6 +53,7 @@ type compiledSel struct {
 	ancestors []int32        // keys that ancestors of the subject must carry
 	spec      int32
 	rule      int32     // index into styleSheet.rules
+	geoOnly   bool      // its rule only places or sizes boxes (geoOnlyProp): matched only where positions are followed
 	idx       int32     // index into styleSheet.sels
 	memo      [][]uint8 // per kind of question and compound, per element: memoUnknown, memoNo, memoYes
 }
@@ -72,13 +73,14 @@ type cssKey struct {
 
 // styleSheet holds a document's rules, ready to match.
 type styleSheet struct {
-	rules   []cssRule
-	sels    []compiledSel
-	byID    [][]int32        // selectors by their subject's key id
-	keyID   map[cssKey]int32 // keys that selectors need on ancestors or subjects; '*' is 0
-	approx  []cssProps       // per key id, when the budget is spent
-	quirks  bool
-	hasKeys bool
+	rules      []cssRule
+	sels       []compiledSel
+	byID       [][]int32        // selectors by their subject's key id
+	keyID      map[cssKey]int32 // keys that selectors need on ancestors or subjects; '*' is 0
+	approx     []cssProps       // per key id, when the budget is spent
+	quirks     bool
+	hasKeys    bool
+	hasGeoOnly bool // some selector is geoOnly
 }
 
 // newStyleSheet compiles the rules read from a document's style blocks.
@@ -97,6 +99,8 @@ func newStyleSheet(rules []cssRule, quirks bool) *styleSheet {
 				continue
 			}
 			cs.rule, cs.idx = int32(ri), int32(len(sh.sels))
+			cs.geoOnly = rules[ri].geoOnly()
+			sh.hasGeoOnly = sh.hasGeoOnly || cs.geoOnly
 			id := sh.id(key)
 			for int(id) >= len(sh.byID) {
 				sh.byID = append(sh.byID, nil)
@@ -605,8 +609,9 @@ func (m *matcher) leave(e int32) {
 }
 
 // cascade adds the declarations of the rules that match element e (the
-// node n) to p, and reports whether any did.
-func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) (applied bool) {
+// node n) to p, and reports whether any did. Rules that only place or
+// size boxes are matched only with geo (where positions are followed).
+func (m *matcher) cascade(p *cssProps, e int32, n *html.Node, geo bool) (applied bool) {
 	if e < 0 || int(e) >= len(m.elems) || m.elems[e].n != n {
 		// Out of step with the renderer (a bug): hide too much.
 		m.approximate(p, m.sh.allKeys())
@@ -620,6 +625,9 @@ func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) (applied bool) {
 	for _, k := range keys {
 		for _, si := range m.sh.byID[k] {
 			s := &m.sh.sels[si]
+			if s.geoOnly && !geo {
+				continue
+			}
 			if m.budget--; m.budget < 0 {
 				m.spent = true
 				m.approximate(p, keys)
@@ -648,9 +656,7 @@ func (m *matcher) cascade(p *cssProps, e int32, n *html.Node) (applied bool) {
 func (p *cssProps) applyWith(decls []propDecl, spec int32) {
 	for _, d := range decls {
 		d.spec = spec
-		if d.beats(p[d.prop]) {
-			p[d.prop] = d.cssDecl
-		}
+		p.set(d.prop, d.cssDecl)
 	}
 }
 
@@ -664,10 +670,10 @@ func (m *matcher) approximate(p *cssProps, keys []int32) {
 			for _, si := range list {
 				s := &m.sh.sels[si]
 				for _, d := range m.sh.rules[s.rule].decls {
-					if declHides(int(d.prop), d.val) {
+					if d.prop != propCustom && declHides(int(d.prop), d.val) {
 						d.spec = s.spec
-						if d.beats(m.sh.approx[k][d.prop]) {
-							m.sh.approx[k][d.prop] = d.cssDecl
+						if d.beats(m.sh.approx[k].d[d.prop]) {
+							m.sh.approx[k].d[d.prop] = d.cssDecl
 						}
 					}
 				}
@@ -675,9 +681,9 @@ func (m *matcher) approximate(p *cssProps, keys []int32) {
 		}
 	}
 	for _, k := range keys {
-		for prop, d := range m.sh.approx[k] {
-			if d.order != 0 && d.beats(p[prop]) {
-				p[prop] = d
+		for prop, d := range m.sh.approx[k].d {
+			if d.order != 0 && d.beats(p.d[prop]) {
+				p.d[prop] = d
 			}
 		}
 	}

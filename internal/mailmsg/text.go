@@ -54,7 +54,7 @@ func DecodeText(r io.Reader, p Part) (text string, warnings []string) {
 // Decoded is one text part as DecodeTextHidden returns it.
 type Decoded struct {
 	Text       string   // as DecodeText returns it
-	HiddenText string   // the text of the hidden HTML elements, one line each (when asked for)
+	HiddenText string   // the text of the hidden HTML elements, one line each (when asked for); then, after UnsureLabel, text kept in Text that may be hidden
 	Hidden     int      // how many hidden HTML elements had text (outermost ones)
 	Warnings   []string // DecodeText's, without the one about hidden elements (HiddenWarning)
 	warnings   warnList
@@ -151,6 +151,15 @@ func decodeText(raw []byte, p Part, keepHidden bool, d *Decoded) {
 	if html {
 		h := convertHTML(s, keepHidden)
 		d.Text, d.HiddenText, d.Hidden = h.text, h.hidden, h.count
+		if h.unsureCount > 0 {
+			w.add(UnsureWarning(h.unsureCount))
+		}
+		if h.unsure != "" {
+			if d.HiddenText != "" {
+				d.HiddenText += "\n"
+			}
+			d.HiddenText += UnsureLabel + "\n" + h.unsure
+		}
 		return
 	}
 	if strings.EqualFold(strings.TrimSpace(p.Format), "flowed") {

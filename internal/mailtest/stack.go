@@ -120,3 +120,33 @@ func StartIMAP(t testing.TB, kind Kind, users map[string]string) *IMAPServer {
 	})
 	return s
 }
+
+// RedisServer and RedisOptions are mailstack's: a redis-server on loopback.
+type (
+	RedisServer  = mailstack.RedisServer
+	RedisOptions = mailstack.RedisOptions
+)
+
+// StartRedis starts a redis-server for this test (no persistence, a port
+// of its own), stopped when the test ends, its log printed if the test
+// failed. Without redis-server installed the test is skipped, or fails
+// when CI=true.
+func StartRedis(t testing.TB, opts RedisOptions) *RedisServer {
+	t.Helper()
+	s, err := mailstack.StartRedis(opts)
+	if err != nil {
+		if errors.Is(err, mailstack.ErrUnavailable) && !inCI() {
+			t.Skipf("mailtest: %v", err)
+		}
+		t.Fatalf("mailtest: cannot start redis-server: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("redis-server log:\n%s", s.Log(4000))
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("stopping redis-server: %v", err)
+		}
+	})
+	return s
+}

@@ -12,6 +12,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,9 @@ type Metrics struct {
 
 	httpResponses *prometheus.CounterVec
 	oauthEvents   *prometheus.CounterVec
+
+	redisMu sync.RWMutex
+	redis   *redisMetrics // nil until WatchRedis
 }
 
 // New makes the metrics of one gateway, version being its build version

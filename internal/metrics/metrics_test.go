@@ -129,3 +129,45 @@ func TestMetricsLint(t *testing.T) {
 		}
 	}
 }
+
+// The shared memory's series: operations by op and result (labels from
+// the fixed sets WatchRedis was given), their latency, and redis_up read
+// at scrape time. Without WatchRedis nothing is recorded.
+func TestRedisSeries(t *testing.T) {
+	m := New("test")
+	m.ObserveMemory("once.use", "ok", time.Millisecond) // before WatchRedis: dropped
+	if out := scrape(t, m); strings.Contains(out, "redis") {
+		t.Fatalf("redis series without WatchRedis:\n%s", out)
+	}
+	up := true
+	m.WatchRedis([]string{"once.use", "ping"}, []string{"timeout", "down"}, func() bool { return up })
+	m.ObserveMemory("once.use", "ok", 300*time.Microsecond)
+	m.ObserveMemory("once.use", "timeout", 200*time.Millisecond)
+	m.ObserveMemory("once.use", "down", 0)
+	m.ObserveMemory("alice@example.org", "alice@example.org", time.Millisecond)
+	out := scrape(t, m)
+	for _, want := range []string{
+		`mailbox_mcp_redis_operations_total{op="once.use",result="ok"} 1`,
+		`mailbox_mcp_redis_operations_total{op="once.use",result="timeout"} 1`,
+		`mailbox_mcp_redis_operations_total{op="once.use",result="down"} 1`,
+		`mailbox_mcp_redis_operations_total{op="other",result="other"} 1`,
+		`mailbox_mcp_redis_operations_total{op="ping",result="ok"} 0`,
+		`mailbox_mcp_redis_operation_duration_seconds_bucket{op="once.use",le="0.0005"} 1`,
+		`mailbox_mcp_redis_operation_duration_seconds_count{op="once.use"} 2`,
+		`mailbox_mcp_redis_up 1`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s", want)
+		}
+	}
+	if strings.Contains(out, "alice") {
+		t.Fatal("a caller's value reached a label")
+	}
+	up = false
+	if out := scrape(t, m); !strings.Contains(out, "mailbox_mcp_redis_up 0") {
+		t.Fatal("redis_up is not read at scrape time")
+	}
+	var nilM *Metrics
+	nilM.WatchRedis(nil, nil, nil)
+	nilM.ObserveMemory("once.use", "ok", time.Millisecond)
+}

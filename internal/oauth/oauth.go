@@ -77,6 +77,11 @@ type Config struct {
 	// Hosts, when set, lets a password sign-in name its mail host (the
 	// page's host field), or have one suggested from the address.
 	Hosts Hosts
+	// Identified, when set, ends a provider sign-in started by
+	// StartIdentity for another page of the gateway: who is the mailbox
+	// the provider vouched for (its address and host; the provider's
+	// access token, unused there), returnTo the path it was started for.
+	Identified func(w http.ResponseWriter, r *http.Request, who credentials.Credentials, returnTo string)
 }
 
 // Hosts is what the sign-in page asks of the served mail hosts.

@@ -39,11 +39,15 @@ const providerTTL = 15 * time.Minute
 // providerState is sealed into the state parameter of the provider round
 // trip (KindProviderState).
 type providerState struct {
-	Req      request `json:"q"`
-	Provider string  `json:"p"`
-	Verifier string  `json:"v"` // our PKCE verifier at the provider
-	Nonce    string  `json:"n"` // the ID token's nonce, and the cookie's value
-	Exp      int64   `json:"exp"`
+	Req request `json:"q"`
+	// Return, when set, makes the round trip a sign-in for another page of
+	// the gateway (the approval page, at this path): it ends in
+	// Config.Identified, not in a code for an MCP client.
+	Return   string `json:"rt,omitempty"`
+	Provider string `json:"p"`
+	Verifier string `json:"v"` // our PKCE verifier at the provider
+	Nonce    string `json:"n"` // the ID token's nonce, and the cookie's value
+	Exp      int64  `json:"exp"`
 }
 
 func (s *Server) provider(name string) *providers.Provider {
@@ -80,6 +84,36 @@ func (s *Server) anyCanSend() bool {
 
 func (s *Server) callbackURL() string { return s.issuer + CallbackPath }
 
+// ProviderButton is one "Continue with" of the sign-in page.
+type ProviderButton struct{ Name, Display string }
+
+// ProviderButtons are the providers offered, in order.
+func (s *Server) ProviderButtons() []ProviderButton {
+	var out []ProviderButton
+	for _, p := range s.cfg.Providers {
+		out = append(out, ProviderButton{Name: p.Config().Name, Display: p.Config().DisplayName})
+	}
+	return out
+}
+
+// StartIdentity sends a person to provider name to learn which mailbox
+// they are, for another page of the gateway (the approval page): when the
+// provider has said, Config.Identified gets it with returnTo. hint is the
+// mailbox address expected.
+func (s *Server) StartIdentity(w http.ResponseWriter, r *http.Request, name, hint, returnTo string) {
+	p := s.provider(name)
+	if p == nil || s.cfg.Identified == nil {
+		s.errorPage(w, http.StatusBadRequest, "This gateway does not sign in with that provider.")
+		return
+	}
+	if wait := s.cfg.Guard.AllowSignInFrom(r.Context()); wait > 0 {
+		retryAfter(w, wait)
+		s.errorPage(w, http.StatusTooManyRequests, "Too many sign-in attempts from your network. Wait a minute and try again.")
+		return
+	}
+	s.goToProvider(w, r, providerState{Return: returnTo}, p, hint, func(msg string) { s.errorPage(w, http.StatusBadGateway, msg) })
+}
+
 // startProvider sends the person to provider p for the pending request.
 func (s *Server) startProvider(w http.ResponseWriter, r *http.Request, req request, form string, p *providers.Provider) {
 	if wait := s.cfg.Guard.AllowSignInFrom(r.Context()); wait > 0 {
@@ -87,18 +121,26 @@ func (s *Server) startProvider(w http.ResponseWriter, r *http.Request, req reque
 		s.signInPage(w, http.StatusTooManyRequests, req, form, "", "Too many sign-in attempts from your network. Wait a minute and try again.")
 		return
 	}
-	st := providerState{Req: req, Provider: p.Config().Name, Verifier: randomVerifier(), Nonce: randomHex(), Exp: s.now().Add(providerTTL).Unix()}
+	s.goToProvider(w, r, providerState{Req: req}, p, strings.TrimSpace(r.PostForm.Get("username")), func(msg string) {
+		s.signInPage(w, http.StatusOK, req, form, "", msg)
+	})
+}
+
+// goToProvider completes st for provider p and sends the person there;
+// fail shows a sentence instead.
+func (s *Server) goToProvider(w http.ResponseWriter, r *http.Request, st providerState, p *providers.Provider, hint string, fail func(string)) {
+	st.Provider, st.Verifier, st.Nonce, st.Exp = p.Config().Name, randomVerifier(), randomHex(), s.now().Add(providerTTL).Unix()
 	plain, _ := json.Marshal(st)
 	state, err := s.cfg.Sealer.SealOAuth(credentials.KindProviderState, plain)
 	clear(plain)
 	if err != nil {
-		s.signInPage(w, http.StatusOK, req, form, "", "This sign-in request is too large.")
+		fail("This sign-in request is too large.")
 		return
 	}
-	u, err := p.AuthURL(r.Context(), s.callbackURL(), state, st.Verifier, st.Nonce, strings.TrimSpace(r.PostForm.Get("username")))
+	u, err := p.AuthURL(r.Context(), s.callbackURL(), state, st.Verifier, st.Nonce, hint)
 	if err != nil {
 		s.log.ErrorContext(r.Context(), "provider discovery failed", "provider", st.Provider, "err", err)
-		s.signInPage(w, http.StatusOK, req, form, "", p.Config().DisplayName+" cannot be reached just now. Try again in a moment.")
+		fail(p.Config().DisplayName + " cannot be reached just now. Try again in a moment.")
 		return
 	}
 	http.SetCookie(w, &http.Cookie{Name: providerCookie, Value: st.Nonce, Path: "/authorize", MaxAge: int(providerTTL.Seconds()),
@@ -146,6 +188,10 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if e := q.Get("error"); e != "" {
+		if st.Return != "" {
+			s.errorPage(w, http.StatusForbidden, "The sign-in at "+p.Config().DisplayName+" was not completed, so nothing can be shown or approved. Open the approval link again to retry.")
+			return
+		}
 		// The person said no at the provider (or it refused): tell the app.
 		s.ledger.once(st.Nonce, time.Unix(st.Exp, 0), s.now())
 		s.redirectError(w, r, req.RedirectURI, req.State, "access_denied", "the sign-in at "+p.Config().DisplayName+" was not completed")
@@ -187,6 +233,13 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 	creds.Host, creds.Provider = p.Config().IMAP.Host, st.Provider
 	if s.cfg.Hosts != nil {
 		creds.Host = s.cfg.Hosts.Canonical(creds.Host)
+	}
+	if st.Return != "" {
+		// The provider said which mailbox this person is: that is all the
+		// other page needs (no code, no grant).
+		s.log.InfoContext(r.Context(), "identified at provider", "provider", st.Provider)
+		s.cfg.Identified(w, r, creds, st.Return)
+		return
 	}
 	creds.Scope = req.scope()
 	creds.Scope.NoSend = creds.Scope.NoSend || !s.canSend(st.Provider)

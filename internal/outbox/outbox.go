@@ -340,10 +340,14 @@ func (p *Planned) Draft() (mailbox.DraftRef, string) {
 
 // Summary is a planned message as a person reads it before it goes.
 type Summary struct {
-	From            string
-	To, Cc, Bcc     []string
-	ReplyTo         []string
-	Subject, Text   string
+	From          string
+	To, Cc, Bcc   []string
+	ReplyTo       []string
+	Subject, Text string
+	// HTML is the HTML version as a mail program shows it (the visible
+	// text, hidden text dropped), "" when the message has none; Text is
+	// then "" when the message has only that version.
+	HTML            string
 	Attachments     []AttachmentInfo
 	InReplyTo       string // a reply's: the Message-ID answered
 	ForwardOf       string // a forward's: the original's subject
@@ -358,13 +362,17 @@ type AttachmentInfo struct {
 }
 
 // Summary describes p for a person: every recipient, the subject, the
-// text (made from the HTML when there is none) and each file.
+// text and the HTML version as the recipient's mail program shows it, and
+// each file.
 func (p *Planned) Summary() Summary {
 	d := p.d
 	s := Summary{From: display(d.From), To: addrStrings(d.To), Cc: addrStrings(d.Cc), Bcc: addrStrings(d.Bcc),
 		ReplyTo: addrStrings(d.ReplyTo), Subject: d.Subject, Text: d.Text, InReplyTo: d.InReplyTo}
-	if strings.TrimSpace(s.Text) == "" && d.HTML != "" {
-		s.Text = mailmsg.HTMLToText(d.HTML)
+	if strings.TrimSpace(s.Text) == "" {
+		s.Text = ""
+	}
+	if d.HTML != "" {
+		s.HTML = mailmsg.HTMLToText(d.HTML)
 	}
 	for _, a := range d.Attachments {
 		s.Attachments = append(s.Attachments, AttachmentInfo{Name: a.Filename, Size: int64(len(a.Data))})

@@ -29,7 +29,11 @@ var agentPrune = Def[agentPruneArgs, agents.Pruned]{
 		if err != nil {
 			return agents.Pruned{}, err
 		}
-		return orZero(c.Agents.Prune(ctx, c.Creds, me, a.OlderThanDays))
+		want, err := approvedFacts[agents.PruneFacts](c)
+		if err != nil {
+			return agents.Pruned{}, err
+		}
+		return orZero(c.Agents.Prune(ctx, c.Creds, me, a.OlderThanDays, want))
 	},
 	Approve: &Approve[agentPruneArgs]{Kind: access.ApproveDestructive,
 		Preview: func(ctx context.Context, c *Call, a agentPruneArgs) (approval.Preview, error) {
@@ -37,12 +41,17 @@ var agentPrune = Def[agentPruneArgs, agents.Pruned]{
 			if err != nil {
 				return approval.Preview{}, err
 			}
-			plan, err := c.Agents.PrunePlan(ctx, c.Creds, me, a.OlderThanDays)
+			plan, facts, err := c.Agents.PrunePlan(ctx, c.Creds, me, a.OlderThanDays)
 			if err != nil {
 				return approval.Preview{}, err
 			}
-			p := approval.Preview{Title: fmt.Sprintf("Move %s of agents to the Trash folder?", plural(plan.Moved, "read message")),
-				Fields: []approval.Field{{Name: "Read before", Value: plan.Before.Format("2 Jan 2006")}}}
+			who := "every agent"
+			if me != "" {
+				who = "agent " + me
+			}
+			p := approval.Preview{Title: fmt.Sprintf("Move %s of %s to the Trash folder?", plural(plan.Moved, "read message"), who),
+				Fields: []approval.Field{{Name: "Agent folders", Value: who}, {Name: "Read before", Value: plan.Before.Format("2 Jan 2006")}},
+				Facts:  factsOf(facts)}
 			for _, f := range plan.Folders {
 				p.Items = append(p.Items, fmt.Sprintf("%s (%s): %d", f.Agent, f.Folder, f.Moved))
 			}

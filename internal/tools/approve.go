@@ -1,7 +1,10 @@
 package tools
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -19,87 +22,109 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 )
 
-// Approve is how a tool asks a person first (APPROVAL). Where the client
-// can show a form (MCP elicitation), the call answers input_required with
-// a sealed requestState and goes on when the client retries it with the
-// person's yes; elsewhere it answers with a link to the approval page, and
-// the page does the call when the person approves.
+// Approve is how a tool asks a person first (APPROVAL), and what the
+// approval holds to, so that what is done is exactly what they saw:
+//   - where the client can show its user a form (MCP elicitation), the
+//     call answers input_required with a sealed requestState and goes on
+//     when the client retries it with the person's yes;
+//   - where the client can open a URL for its user (URL-mode
+//     elicitation), it is given the approval page's link, which the model
+//     never sees;
+//   - elsewhere the result carries the link.
+//
+// The approval page shows nothing, and takes no answer, but to the person
+// signed in as the mailbox (internal/approval). A message to send is held
+// as a draft before anyone is asked, in every flow, and that draft, while
+// unchanged, is what goes out. A destructive call's preview reads the
+// facts it shows (Preview.Facts), the state or link carries them, and Run
+// gets them back (Call.Approved) and changes nothing if they changed.
 type Approve[A any] struct {
 	// Kind is the approval the tool's calls need; When, if set, says which
 	// calls need it (a trash only when permanent).
 	Kind access.Approval
 	When func(A) bool
-	// Preview is what the person is shown: exactly what will happen.
+	// Preview is what the person is shown of a call that is not a send:
+	// exactly what will happen, with the facts that Run will hold to.
 	Preview func(ctx context.Context, c *Call, a A) (approval.Preview, error)
-	// Hold keeps a message to send as a draft while the approval page
-	// waits (sending tools); nil puts the call's arguments in the link.
-	Hold func(ctx context.Context, c *Call, a A) (*approval.DraftRef, error)
-	// Key is the call's idempotency key, carried to the send the page
-	// makes, so that a retried call finds the message sent once.
+	// Send, for a tool that sends, composes the message exactly as it
+	// would go out; Title is the question above it. The message is held
+	// as a draft (Held: it is a draft already, held where it is).
+	Send  func(ctx context.Context, c *Call, a A) (*outbox.Planned, error)
+	Title string
+	Held  bool
+	// Key is the call's idempotency key, carried to the send, so that a
+	// retried call finds the message sent once.
 	Key func(A) string
 }
 
-// Input is what a call brings for a tool that asks first: whether the
-// client can show its user a form, and its answer to one.
+// Input is what a call brings for a tool that asks first: what the
+// client can show its user, and its answer to a form.
 type Input struct {
-	CanElicit bool
+	Modes     approval.Modes
 	Responses mcp.InputResponses
 	State     string
 }
 
-// Ask is the form a call waits on.
+// Ask is what a call waits on: a form (Message), or a URL the client
+// opens for the person (URL, with ID naming it).
 type Ask struct {
 	Message string
 	State   string
+	URL, ID string
 }
 
 // askID names the one question in an input_required result.
 const askID = "approve"
 
 func (a *Ask) toolResult() *mcp.CallToolResult {
-	return server.NewInputRequestBuilder(a.State).Elicit(askID, mcp.ElicitationParams{
+	params := mcp.ElicitationParams{
 		Message: a.Message,
 		// Nothing to fill in: accept, decline or cancel is the answer.
 		RequestedSchema: map[string]any{"type": "object", "properties": map[string]any{}},
-	}).ToolResult()
+	}
+	if a.URL != "" {
+		params = mcp.ElicitationParams{Mode: mcp.ElicitationModeURL, Message: a.Message, ElicitationID: a.ID, URL: a.URL}
+	}
+	return server.NewInputRequestBuilder(a.State).Elicit(askID, params).ToolResult()
 }
 
 // mcpInput reads an MCP call's approval input: the client's answer, and
-// whether it can show a form (the 2026-07-28 request's capabilities, or
-// for earlier protocols the capability its initialize declared, carried by
-// the session id the HTTP layer gave it).
+// what it can show its user (the 2026-07-28 request's capabilities, or
+// for earlier protocols what its initialize declared, carried by the
+// session id the HTTP layer gave it).
 func mcpInput(ctx context.Context, req mcp.CallToolRequest) *Input {
 	in := &Input{Responses: req.Params.InputResponses, State: req.Params.RequestState}
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.Modern {
-		in.CanElicit = formElicitation(info.ClientCapabilities)
+		in.Modes = elicitModes(info.ClientCapabilities)
 	} else {
-		in.CanElicit = approval.CanElicit(ctx)
+		in.Modes = approval.ElicitModes(ctx)
 	}
 	return in
 }
 
-// formElicitation reports whether caps include form elicitation (an empty
-// elicitation capability means form, as before modes existed).
-func formElicitation(caps *mcp.ClientCapabilities) bool {
+// elicitModes is what caps say the client can show its user (an empty
+// elicitation capability means a form, as before modes existed).
+func elicitModes(caps *mcp.ClientCapabilities) approval.Modes {
 	if caps == nil || caps.Elicitation == nil {
-		return false
+		return approval.Modes{}
 	}
 	e := caps.Elicitation
-	return e.Form != nil || e.URL == nil
+	return approval.Modes{Form: e.Form != nil || e.URL == nil, URL: e.URL != nil}
 }
 
 // Pending is the result of a call waiting on the approval page.
 type Pending struct {
 	Status       string    `json:"status" desc:"approval_required"`
-	URL          string    `json:"url" desc:"the approval page: show this link to the person and stop; it works once"`
-	Expires      time.Time `json:"expires" desc:"when the link stops working"`
+	URL          string    `json:"url,omitempty" desc:"the approval page: show this link to the person and stop; it works once, and only for the person who signs in as the mailbox. Absent when the client was given it to open for the person"`
+	Expires      time.Time `json:"expires" desc:"when the approval stops being possible"`
 	DraftsFolder string    `json:"drafts_folder,omitempty" desc:"a message to send waits in this folder as a draft until the person approves it (it is then sent and filed in Sent) or rejects it (it is then removed)"`
 	DraftUID     uint32    `json:"draft_uid,omitempty" desc:"the waiting draft's UID"`
 	Message      string    `json:"message" desc:"what to tell the person"`
 }
 
 // approvedKey marks a call the approval page makes after the person said
-// yes: it does not ask again. Unexported, so nothing else can set it.
+// yes, with the facts they approved: it does not ask again. Unexported,
+// so nothing else can set it.
 type approvedKey struct{}
 
 // policy is what the caller's calls need approved: the operator's and
@@ -113,76 +138,270 @@ func (c *Call) policy() access.Approval {
 
 // approve asks a person first when the policy covers this call: it returns
 // the outcome to answer with and true, or false when the call may go on
-// (not covered, or approved).
+// (not covered, or approved: then c.Approved holds the approved facts).
 func (t Def[A, R]) approve(ctx context.Context, c *Call, a A, raw any, in *Input) (Outcome, bool) {
 	ap := t.Approve
 	if !c.policy().Covers(ap.Kind) || (ap.When != nil && !ap.When(a)) || ctx.Value(approvedKey{}) != nil {
 		return Outcome{}, false
 	}
 	obj := callArgs(raw)
-	account := c.Creds.AccountKey()
 	if in != nil && in.State != "" {
-		// The client's answer, with the state it was given.
-		if err := c.Approvals.UseState(in.State, account, t.Name, obj); err != nil {
-			return c.fail(ctx, mailerr.Wrap(mailerr.Forbidden, err, err.Error())), true
-		}
-		res := server.ElicitationResponse(in.Responses, askID)
-		if res == nil || res.Action != mcp.ElicitationResponseActionAccept {
-			action := "did not answer"
-			if res != nil && res.Action == mcp.ElicitationResponseActionDecline {
-				action = "declined"
-			} else if res != nil {
-				action = "cancelled"
-			}
-			return c.fail(ctx, mailerr.Newf(mailerr.Forbidden, "the person %s: %s", action, nothingDone(ap.Kind))), true
-		}
-		return Outcome{}, false
+		return t.answered(ctx, c, a, obj, in)
 	}
-	if in != nil && in.CanElicit {
-		pv, err := ap.Preview(ctx, c, a)
-		if err != nil {
-			return c.fail(ctx, err), true
-		}
-		state, err := c.Approvals.NewState(account, t.Name, obj)
-		if err != nil {
-			return c.fail(ctx, err), true
-		}
-		return Outcome{Ask: &Ask{Message: pv.Message(), State: state}}, true
+	// Nothing is made for credentials the mail server has not accepted:
+	// the login the call itself would make (a pooled connection that made
+	// it will do). Anonymous callers, and made-up users, get no link and
+	// no state, and take no room in the memory that keeps them single-use.
+	if err := c.Mailbox.Verify(ctx, c.Creds); err != nil {
+		return c.fail(ctx, err), true
 	}
-	// No form in this client: the approval page.
-	link := approval.Link{Creds: c.Creds, Tool: t.Name}
-	p := Pending{Status: "approval_required"}
-	if ap.Hold != nil {
-		ref, err := ap.Hold(ctx, c, a)
-		if err != nil {
-			return c.fail(ctx, err), true
-		}
-		link.Draft, p.DraftsFolder, p.DraftUID = ref, ref.Folder, ref.UID
-		if ap.Key != nil {
-			link.IdempotencyKey = ap.Key(a)
-		}
-	} else {
-		b, err := json.Marshal(obj)
-		if err != nil {
-			return c.fail(ctx, err), true
-		}
-		link.Args = b
+	// A mailbox with as many approvals waiting as it may is refused
+	// before a draft is held for another.
+	if err := c.Approvals.Room(c.Creds.AccountKey()); err != nil {
+		return c.fail(ctx, approvalError(err)), true
 	}
-	tok, exp, err := c.Approvals.NewLink(link, c.ApprovalTTL)
+	var modes approval.Modes
+	if in != nil {
+		modes = in.Modes
+	}
+	if modes.Form {
+		return t.askForm(ctx, c, a, obj)
+	}
+	return t.askOnPage(ctx, c, a, obj, modes.URL)
+}
+
+// askForm asks with a form in the client: the person sees the preview
+// there, and the state holds what it showed.
+func (t Def[A, R]) askForm(ctx context.Context, c *Call, a A, obj map[string]any) (Outcome, bool) {
+	pv, b, err := t.previewAndHold(ctx, c, a)
 	if err != nil {
 		return c.fail(ctx, err), true
 	}
-	p.URL = strings.TrimRight(download.BaseFrom(ctx), "/") + approval.Prefix + tok
-	p.Expires = exp
-	p.Message = "A person must approve this before it happens. Show them this link (it opens a page on the mail gateway that shows exactly what will happen, with Approve and Reject), then stop: do not call the tool again for this. "
-	if p.DraftUID != 0 {
-		p.Message += fmt.Sprintf("The message waits as draft UID %d in %s; once approved it is sent and filed in Sent, once rejected it is removed (look at the Sent folder, or imap_peek_inbox on it, to learn which).", p.DraftUID, p.DraftsFolder)
+	state, err := c.Approvals.NewState(approval.CallerOf(c.Creds), t.Name, obj, b)
+	if err != nil {
+		t.release(ctx, c, b)
+		return c.fail(ctx, approvalError(err)), true
 	}
+	return Outcome{Ask: &Ask{Message: pv.Message(), State: state}}, true
+}
+
+// previewAndHold previews the call and makes what the approval holds to: a
+// message held as a draft, or the preview's facts.
+func (t Def[A, R]) previewAndHold(ctx context.Context, c *Call, a A) (approval.Preview, approval.Binding, error) {
+	ap := t.Approve
+	if ap.Send == nil {
+		pv, err := ap.Preview(ctx, c, a)
+		return pv, approval.Binding{Facts: pv.Facts}, err
+	}
+	p, err := ap.Send(ctx, c, a)
+	if err != nil {
+		return approval.Preview{}, approval.Binding{}, err
+	}
+	ref, err := t.hold(ctx, c, p)
+	if err != nil {
+		return approval.Preview{}, approval.Binding{}, err
+	}
+	return messagePreview(ap.Title, p.Summary()), approval.Binding{Draft: ref}, nil
+}
+
+// hold keeps planned p as a draft until the person answers (a draft send
+// keeps its own draft).
+func (t Def[A, R]) hold(ctx context.Context, c *Call, p *outbox.Planned) (*approval.DraftRef, error) {
+	if t.Approve.Held {
+		ref, id := p.Draft()
+		return &approval.DraftRef{Folder: ref.Folder, UID: ref.UID, UIDValidity: ref.UIDValidity, MessageID: id}, nil
+	}
+	h, err := c.Outbox.Hold(ctx, c.Creds, p)
+	if err != nil {
+		return nil, err
+	}
+	return &approval.DraftRef{Folder: h.Folder, UID: h.UID, UIDValidity: h.UIDValidity, MessageID: h.MessageID}, nil
+}
+
+// release removes a draft held for an approval that was not made or was
+// refused (never a draft the caller saved: a draft send's own).
+func (t Def[A, R]) release(ctx context.Context, c *Call, b approval.Binding) {
+	if b.Draft == nil || t.Approve.Held {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if err := c.Outbox.Discard(ctx, c.Creds, draftRef(b.Draft)); err != nil {
+		c.Log.WarnContext(ctx, "could not remove a held draft", "err", err)
+	}
+}
+
+// askOnPage makes the approval page's link: in the result for the model
+// to show, or, where the client can open URLs for its user (url), given
+// to the client alone, with a state for its answer.
+func (t Def[A, R]) askOnPage(ctx context.Context, c *Call, a A, obj map[string]any, url bool) (Outcome, bool) {
+	link := approval.Link{Creds: c.Creds, Tool: t.Name}
+	p := Pending{Status: "approval_required"}
+	if t.Approve.Send != nil {
+		pl, err := t.Approve.Send(ctx, c, a)
+		if err != nil {
+			return c.fail(ctx, err), true
+		}
+		if link.Binding.Draft, err = t.hold(ctx, c, pl); err != nil {
+			return c.fail(ctx, err), true
+		}
+		p.DraftsFolder, p.DraftUID = link.Binding.Draft.Folder, link.Binding.Draft.UID
+		if t.Approve.Key != nil {
+			link.IdempotencyKey = t.Approve.Key(a)
+		}
+	} else {
+		pv, err := t.Approve.Preview(ctx, c, a)
+		if err != nil {
+			return c.fail(ctx, err), true
+		}
+		if link.Args, err = json.Marshal(obj); err != nil {
+			return c.fail(ctx, err), true
+		}
+		link.Binding.Facts = pv.Facts
+	}
+	m, err := c.Approvals.NewLink(link, c.ApprovalTTL)
+	if err != nil {
+		t.release(ctx, c, link.Binding)
+		return c.fail(ctx, approvalError(err)), true
+	}
+	p.URL = strings.TrimRight(download.BaseFrom(ctx), "/") + approval.Prefix + m.Token
+	p.Expires = m.Expires
+	if url {
+		// The client opens the page for the person; its answer tells only
+		// whether they went there. The link goes to nobody else.
+		state, err := c.Approvals.NewState(approval.CallerOf(c.Creds), t.Name, obj, approval.Binding{Draft: link.Binding.Draft, Page: m.ID, Expires: m.Expires.Unix()})
+		if err != nil {
+			c.Approvals.DropLink(approval.CallerOf(c.Creds), m.ID, m.Expires)
+			t.release(ctx, c, link.Binding)
+			return c.fail(ctx, approvalError(err)), true
+		}
+		return Outcome{Ask: &Ask{Message: "Your agent asks for your approval. Open the approval page, sign in as your mailbox, and see exactly what will happen before you approve or reject it.",
+			URL: p.URL, ID: m.ID, State: state}}, true
+	}
+	p.Message = "A person must approve this before it happens. Show them this link (it opens a page on the mail gateway where they sign in as the mailbox and see exactly what will happen, with Approve and Reject), then stop: do not call the tool again for this, and do not open the link yourself. "
+	p.Message += heldNote(p)
 	return Outcome{Structured: map[string]any{"approval": p}, Text: pendingText(p), Waiting: true}, true
 }
 
+func heldNote(p Pending) string {
+	if p.DraftUID == 0 {
+		return ""
+	}
+	return fmt.Sprintf("The message waits as draft UID %d in %s; once approved it is sent and filed in Sent, once rejected it is removed (look at the Sent folder, or imap_peek_inbox on it, to learn which).", p.DraftUID, p.DraftsFolder)
+}
+
+// answered takes the client's answer to a form or a URL: with the state
+// it was given, for this caller and these exact arguments, once.
+func (t Def[A, R]) answered(ctx context.Context, c *Call, a A, obj map[string]any, in *Input) (Outcome, bool) {
+	ap := t.Approve
+	b, err := c.Approvals.UseState(in.State, approval.CallerOf(c.Creds), t.Name, obj)
+	if err != nil {
+		return c.fail(ctx, mailerr.Wrap(mailerr.Forbidden, err, err.Error())), true
+	}
+	res := server.ElicitationResponse(in.Responses, askID)
+	accepted := res != nil && res.Action == mcp.ElicitationResponseActionAccept
+	action := "did not answer"
+	if res != nil && res.Action == mcp.ElicitationResponseActionDecline {
+		action = "declined"
+	} else if res != nil && !accepted {
+		action = "cancelled"
+	}
+	switch {
+	case b.Page != "":
+		if !accepted {
+			// They would not open the page: the link is done with.
+			c.Approvals.DropLink(approval.CallerOf(c.Creds), b.Page, time.Unix(b.Expires, 0))
+			t.release(ctx, c, b)
+			return c.fail(ctx, mailerr.Newf(mailerr.Forbidden, "the person %s to open the approval page: %s", action, nothingDone(ap.Kind))), true
+		}
+		p := Pending{Status: "approval_required", Expires: time.Unix(b.Expires, 0)}
+		if b.Draft != nil {
+			p.DraftsFolder, p.DraftUID = b.Draft.Folder, b.Draft.UID
+		}
+		p.Message = "The approval page was opened for the person: what they decide there is done there, and nothing more happens through this call. Do not call the tool again for this. " + heldNote(p)
+		return Outcome{Structured: map[string]any{"approval": p}, Text: "Waiting for the person's answer on the approval page.\n" + p.Message + "\n", Waiting: true}, true
+	case !accepted:
+		t.release(ctx, c, b)
+		return c.fail(ctx, mailerr.Newf(mailerr.Forbidden, "the person %s: %s", action, nothingDone(ap.Kind))), true
+	case b.Draft != nil:
+		key := ""
+		if ap.Key != nil {
+			key = ap.Key(a)
+		}
+		r, err := sendHeld(ctx, c.Deps, c.Creds, b.Draft, key)
+		if err != nil {
+			return c.fail(ctx, err), true
+		}
+		return Outcome{Structured: *r, Text: sendText(*r)}, true
+	}
+	c.Approved = b.Facts
+	return Outcome{}, false
+}
+
+// approvedFacts decodes the facts a person approved (c.Approved) into a
+// T: nil when the call needed no approval.
+func approvedFacts[T any](c *Call) (*T, error) {
+	if len(c.Approved) == 0 {
+		return nil, nil
+	}
+	var f T
+	if err := json.Unmarshal(c.Approved, &f); err != nil {
+		return nil, mailerr.New(mailerr.BadInput, "the approval does not say what the person was shown: nothing was done; ask again")
+	}
+	return &f, nil
+}
+
+// factsOf is facts as a Preview carries them.
+func factsOf(facts any) json.RawMessage {
+	b, _ := json.Marshal(facts)
+	return b
+}
+
+// sendHeld sends a held draft exactly as it was approved: while it is the
+// very message that was held (same folder, UIDVALIDITY and Message-ID),
+// at most once across replicas (with key, or one named after the held
+// message), whatever clicks or retries twice.
+func sendHeld(ctx context.Context, d *Deps, creds credentials.Credentials, ref *approval.DraftRef, key string) (*outbox.Result, error) {
+	if _, err := heldPlan(ctx, d, creds, ref); err != nil {
+		return nil, err
+	}
+	if key == "" {
+		sum := sha256.Sum256([]byte(ref.MessageID))
+		key = "approval-" + hex.EncodeToString(sum[:16])
+	}
+	return d.Outbox.SendDraft(ctx, creds, outbox.DraftSend{UID: ref.UID, IdempotencyKey: key, MessageID: ref.MessageID})
+}
+
+// heldPlan reads a held draft as it would be sent, while it is the very
+// message that was held (same UIDVALIDITY and Message-ID).
+func heldPlan(ctx context.Context, d *Deps, creds credentials.Credentials, ref *approval.DraftRef) (*outbox.Planned, error) {
+	p, err := d.Outbox.PlanDraft(ctx, creds, ref.UID)
+	if err != nil {
+		return nil, err
+	}
+	if got, id := p.Draft(); got.UIDValidity != ref.UIDValidity || id != ref.MessageID {
+		return nil, mailerr.Newf(mailerr.NotFound, "the draft that waited for approval (UID %d) was changed or replaced: nothing was sent", ref.UID)
+	}
+	return p, nil
+}
+
+func draftRef(r *approval.DraftRef) mailbox.DraftRef {
+	return mailbox.DraftRef{Folder: r.Folder, UID: r.UID, UIDValidity: r.UIDValidity}
+}
+
+// approvalError is a refusal of the approval memory as a sentence.
+func approvalError(err error) error {
+	if _, ok := err.(*approval.PendingError); ok {
+		return mailerr.Wrap(mailerr.RateLimited, err, err.Error())
+	}
+	if err == approval.ErrBusy {
+		return mailerr.Wrap(mailerr.Busy, err, err.Error())
+	}
+	return err
+}
+
 func pendingText(p Pending) string {
-	return fmt.Sprintf("Waiting for approval: nothing has happened yet.\nApproval page (works once, until %s): %s\n%s\n", p.Expires.UTC().Format(time.RFC1123), p.URL, p.Message)
+	return fmt.Sprintf("Waiting for approval: nothing has happened yet.\nApproval page (for the person only; works once, until %s): %s\n%s\n", p.Expires.UTC().Format(time.RFC1123), p.URL, p.Message)
 }
 
 func nothingDone(k access.Approval) string {
@@ -210,7 +429,7 @@ func (ap *Approve[A]) describe(d *Deps) string {
 	if ap.When != nil {
 		what = "A person approves it first"
 	}
-	return " " + what + " (the operator's APPROVAL policy): a client that can ask its user shows them exactly what will happen; otherwise the result carries `approval` with a link to an approval page: show the person that link and stop."
+	return " " + what + " (the operator's APPROVAL policy): a client that can ask its user shows them exactly what will happen; otherwise the result carries `approval` with a link to an approval page, where only the person who signs in as the mailbox can see and answer it: show the person that link and stop."
 }
 
 // previewLink shows what an approval link's call will do, decoding its
@@ -227,7 +446,8 @@ func (t Def[A, R]) previewLink(d *Deps) func(ctx context.Context, creds credenti
 
 // Approver does what approval links stand for, for the approval page: it
 // sends a held draft exactly, or makes the call the link carries (with
-// the person's yes, so it does not ask again), or drops them.
+// the person's yes and the facts they saw, so it does not ask again and
+// changes nothing if they changed), or drops them.
 func Approver(d *Deps, tools []Tool) approval.Executor {
 	byName := make(map[string]Tool, len(tools))
 	for _, t := range tools {
@@ -243,7 +463,7 @@ type approver struct {
 
 func (x *approver) tool(l approval.Link) (Tool, error) {
 	t, ok := x.tools[l.Tool]
-	if !ok || t.preview == nil {
+	if !ok || (t.preview == nil && t.sendTitle == "") {
 		return Tool{}, mailerr.New(mailerr.BadInput, "this gateway does not offer what the link asks for any more")
 	}
 	return t, nil
@@ -252,64 +472,68 @@ func (x *approver) tool(l approval.Link) (Tool, error) {
 func (x *approver) Preview(ctx context.Context, l approval.Link) (approval.Preview, error) {
 	ctx, cancel := context.WithTimeout(ctx, x.d.callTimeout())
 	defer cancel()
-	if l.Draft != nil {
-		p, err := x.heldDraft(ctx, l)
-		if err != nil {
-			return approval.Preview{}, err
-		}
-		return messagePreview("Send this email?", p.Summary()), nil
-	}
 	t, err := x.tool(l)
 	if err != nil {
 		return approval.Preview{}, err
+	}
+	if l.Binding.Draft != nil {
+		p, err := heldPlan(ctx, x.d, l.Creds, l.Binding.Draft)
+		if err != nil {
+			return approval.Preview{}, err
+		}
+		return messagePreview(t.sendTitle, p.Summary()), nil
+	}
+	if t.preview == nil {
+		return approval.Preview{}, mailerr.New(mailerr.BadInput, "this approval link holds no message to send")
 	}
 	var args map[string]any
 	if err := json.Unmarshal(l.Args, &args); err != nil {
 		return approval.Preview{}, mailerr.New(mailerr.BadInput, "the link's call cannot be read")
 	}
-	return t.preview(ctx, l.Creds, args)
+	pv, err := t.preview(ctx, l.Creds, args)
+	if err != nil {
+		return approval.Preview{}, err
+	}
+	if !sameFacts(pv.Facts, l.Binding.Facts) {
+		return approval.Preview{}, mailerr.New(mailerr.BadInput, "what it would change is not what the agent asked about any more (the folder or its messages changed since); nothing was done, and the agent must ask again")
+	}
+	return pv, nil
 }
 
-// heldDraft is the draft a link holds, checked to be the very message
-// that was held (not replaced or changed since).
-func (x *approver) heldDraft(ctx context.Context, l approval.Link) (*outbox.Planned, error) {
-	p, err := x.d.Outbox.PlanDraft(ctx, l.Creds, l.Draft.UID)
-	if err != nil {
-		return nil, err
+// sameFacts compares two facts as JSON values.
+func sameFacts(a, b json.RawMessage) bool {
+	var x, y bytes.Buffer
+	if len(a) == 0 || len(b) == 0 {
+		return len(a) == len(b)
 	}
-	if ref, id := p.Draft(); ref.UIDValidity != l.Draft.UIDValidity || id != l.Draft.MessageID {
-		return nil, mailerr.Newf(mailerr.NotFound, "the draft that waited for approval (UID %d) was changed or replaced", l.Draft.UID)
+	if json.Compact(&x, a) != nil || json.Compact(&y, b) != nil {
+		return false
 	}
-	return p, nil
+	return bytes.Equal(x.Bytes(), y.Bytes())
 }
 
 func (x *approver) Approve(ctx context.Context, l approval.Link) (string, error) {
-	if l.Draft != nil {
+	t, err := x.tool(l)
+	if err != nil {
+		return "", err
+	}
+	if l.Binding.Draft != nil {
 		ctx, cancel := context.WithTimeout(ctx, x.d.callTimeout())
 		defer cancel()
-		if _, err := x.heldDraft(ctx, l); err != nil {
-			return "", err
-		}
-		key := l.IdempotencyKey
-		if key == "" {
-			// Sent at most once across replicas, whatever clicks twice.
-			key = "approval-" + l.Nonce
-		}
-		res, err := x.d.Outbox.SendDraft(ctx, l.Creds, outbox.DraftSend{UID: l.Draft.UID, IdempotencyKey: key, MessageID: l.Draft.MessageID})
+		res, err := sendHeld(ctx, x.d, l.Creds, l.Binding.Draft, l.IdempotencyKey)
 		if err != nil {
 			return "", err
 		}
 		return strings.TrimSpace(sendText(*res)), nil
 	}
-	t, err := x.tool(l)
-	if err != nil {
-		return "", err
+	if len(l.Binding.Facts) == 0 {
+		return "", mailerr.New(mailerr.BadInput, "this approval link does not say what the person was shown (it was made by an older gateway): nothing was done; ask again")
 	}
 	var args map[string]any
 	if err := json.Unmarshal(l.Args, &args); err != nil {
 		return "", mailerr.New(mailerr.BadInput, "the link's call cannot be read")
 	}
-	ctx = context.WithValue(credentials.NewContext(ctx, l.Creds), approvedKey{}, true)
+	ctx = context.WithValue(credentials.NewContext(ctx, l.Creds), approvedKey{}, l.Binding.Facts)
 	o := t.invoke(ctx, args, nil, nil)
 	if o.Failed {
 		return "", mailerr.New(o.Kind, o.Text)
@@ -318,20 +542,27 @@ func (x *approver) Approve(ctx context.Context, l approval.Link) (string, error)
 }
 
 func (x *approver) Reject(ctx context.Context, l approval.Link) (string, error) {
-	if l.Draft == nil {
+	if l.Binding.Draft == nil {
 		return "Rejected: nothing was changed.", nil
+	}
+	t, err := x.tool(l)
+	if err != nil {
+		return "", err
+	}
+	if t.heldInPlace {
+		return "Rejected: nothing was sent; the draft stays in " + l.Binding.Draft.Folder + ".", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, x.d.callTimeout())
 	defer cancel()
-	err := x.d.Outbox.Discard(ctx, l.Creds, mailbox.DraftRef{Folder: l.Draft.Folder, UID: l.Draft.UID, UIDValidity: l.Draft.UIDValidity})
-	if err != nil {
+	if err := x.d.Outbox.Discard(ctx, l.Creds, draftRef(l.Binding.Draft)); err != nil {
 		return "", err
 	}
 	return "Rejected: nothing was sent, and the draft was removed.", nil
 }
 
 // messagePreview shows a message to send as the recipients will get it:
-// every recipient, the subject, the first lines of the text, each file.
+// every recipient, the subject, the text, the HTML version as their mail
+// program shows it (when it says anything the text does not), each file.
 func messagePreview(title string, s outbox.Summary) approval.Preview {
 	p := approval.Preview{Title: title}
 	add := func(name string, v ...string) {
@@ -345,11 +576,33 @@ func messagePreview(title string, s outbox.Summary) approval.Preview {
 	add("Bcc", s.Bcc...)
 	add("Reply-To", s.ReplyTo...)
 	add("Subject", s.Subject)
-	p.Text = firstLines(s.Text, 25, 3000)
+	p.Text = firstLines(s.Text, previewLines, previewChars)
+	switch {
+	case s.HTML == "":
+	case s.Text == "":
+		p.HTML, p.HTMLOnly = firstLines(s.HTML, previewLines, previewChars), true
+	case sameWords(s.Text, s.HTML):
+		// Both versions say the same: shown once.
+	default:
+		p.HTML = firstLines(s.HTML, previewLines, previewChars)
+	}
 	for _, a := range s.Attachments {
 		p.Attachments = append(p.Attachments, approval.File{Name: a.Name, Size: a.Size})
 	}
 	return p
+}
+
+// How much of a message's text a preview shows: all of nearly every
+// message; a longer one is cut with a mark that says so.
+const (
+	previewLines = 400
+	previewChars = 40_000
+)
+
+// sameWords reports whether two texts say the same words in the same
+// order (spacing, line breaks and the converter's link notes aside).
+func sameWords(a, b string) bool {
+	return strings.Join(strings.Fields(a), " ") == strings.Join(strings.Fields(b), " ")
 }
 
 // firstLines is the start of text: at most n lines and max characters.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/submission"
 )
@@ -42,16 +43,50 @@ func Markdown(ts []Tool, examples map[string]Example) []byte {
 	b.WriteString("no such folder) is a result with `isError: true` and one clear sentence. Every tool that touches\n")
 	b.WriteString("the mailbox takes the optional `credentials` token instead of the `x-imap-user` /\n")
 	b.WriteString("`x-imap-pass` headers. The `smtp_` tools exist only when `SMTP_HOST` is set.\n\n")
+	b.WriteString("Under `APPROVAL` (docs/configuration.md) the sending tools and the destructive ones first ask a\n")
+	b.WriteString("person: a form in a client that can show one, the approval page's link given to a client that\n")
+	b.WriteString("opens URLs for its user, or else a result holding only `approval` with that link for the model\n")
+	b.WriteString("to show. The page shows nothing, and takes no answer, until the person signs in as the mailbox.\n")
+	b.WriteString("A message is held as a draft and sent exactly as shown; a deletion is refused when the folder\n")
+	b.WriteString("or its messages changed since.\n\n")
 	b.WriteString("| Tool | Title | Read-only | Destructive | Idempotent | Open world |\n|---|---|---|---|---|---|\n")
 	for _, t := range ts {
 		a := t.Def.Annotations
 		fmt.Fprintf(&b, "| [`%s`](#%s) | %s | %s | %s | %s | %s |\n", t.Def.Name, t.Def.Name, a.Title,
 			yesNo(a.ReadOnlyHint), yesNo(a.DestructiveHint), yesNo(a.IdempotentHint), yesNo(a.OpenWorldHint))
 	}
+	writeHiddenRules(&b)
 	for _, t := range ts {
 		writeTool(&b, t.Def, examples[t.Def.Name])
 	}
 	return b.Bytes()
+}
+
+// writeHiddenRules lists what the read tools leave out of an HTML body
+// because a person does not see it (mailmsg.HiddenRules).
+func writeHiddenRules(b *bytes.Buffer) {
+	b.WriteString("\n## What the model reads is what a person sees\n\n")
+	b.WriteString("The read tools (`imap_read_email`, `imap_check_inbox`, `smtp_forward_email`'s quote, the message\n")
+	b.WriteString("resource) give the text of the part a mail program shows: the HTML of a multipart/alternative,\n")
+	b.WriteString("else the richest part supported. When its text/plain part says materially more than the HTML shows\n")
+	b.WriteString("(five words, or a number of three digits, the HTML lacks), `imap_read_email` says so in\n")
+	b.WriteString("`plain_differs`, in a warning and in `untrusted.note`, and `include_hidden` returns that part in\n")
+	b.WriteString("`hidden_text`. Previews in lists still come from the plain part when part 1 holds it.\n\n")
+	b.WriteString("HTML is judged as Chromium renders it for a desktop reader (1000 px wide, light mode, no\n")
+	b.WriteString("scripts, nothing loaded); `tests/hiding_test.go` checks every rule against its pixels. Text counted\n")
+	b.WriteString("as hidden is left out of `text`, counted in `hidden_elements` and a warning, and returned in\n")
+	b.WriteString("`hidden_text` with `include_hidden`:\n\n")
+	b.WriteString("| Hidden | Why |\n|---|---|\n")
+	for _, r := range mailmsg.HiddenRules {
+		fmt.Fprintf(b, "| %s | %s |\n", r.What, r.Why)
+	}
+	b.WriteString("\nNot hidden, or kept with a warning when it cannot be decided (what cannot be decided is never\n")
+	b.WriteString("left out: it stays in `text`, a warning says the reader may not see it, and `hidden_text` lists it\n")
+	b.WriteString("after the label \"possibly hidden\"):\n\n")
+	b.WriteString("| Not hidden | Why |\n|---|---|\n")
+	for _, r := range mailmsg.NotHiddenRules {
+		fmt.Fprintf(b, "| %s | %s |\n", r.What, r.Why)
+	}
 }
 
 func yesNo(p *bool) string {

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
 )
 
@@ -104,10 +103,7 @@ var sendDraft = Def[sendDraftArgs, SendResult]{
 	// The draft itself waits for the approval page: nothing new is held.
 	Approve: sending("Send this draft?", func(ctx context.Context, c *Call, a sendDraftArgs) (*outbox.Planned, error) {
 		return c.Outbox.PlanDraft(ctx, c.Creds, a.UID)
-	}, func(p *outbox.Planned) *approval.DraftRef {
-		ref, id := p.Draft()
-		return &approval.DraftRef{Folder: ref.Folder, UID: ref.UID, UIDValidity: ref.UIDValidity, MessageID: id}
-	}, func(a sendDraftArgs) string { return a.IdempotencyKey }),
+	}, true, func(a sendDraftArgs) string { return a.IdempotencyKey }),
 	Text:    sendText,
 	Example: map[string]any{"uid": 0},
 }

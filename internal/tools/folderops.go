@@ -65,7 +65,11 @@ var deleteFolder = Def[deleteFolderArgs, mailbox.FolderChange]{
 	Destructive: true, OpenWorld: true,
 	Access: access.Full,
 	Run: func(ctx context.Context, c *Call, a deleteFolderArgs) (mailbox.FolderChange, error) {
-		return orZero(c.Mailbox.DeleteFolder(ctx, c.Creds, a.Folder))
+		want, err := approvedFacts[mailbox.Facts](c)
+		if err != nil {
+			return mailbox.FolderChange{}, err
+		}
+		return orZero(c.Mailbox.DeleteFolder(ctx, c.Creds, a.Folder, want))
 	},
 	Approve: &Approve[deleteFolderArgs]{Kind: access.ApproveDestructive,
 		Preview: func(ctx context.Context, c *Call, a deleteFolderArgs) (approval.Preview, error) {
@@ -75,10 +79,17 @@ var deleteFolder = Def[deleteFolderArgs, mailbox.FolderChange]{
 			}
 			for _, f := range folders {
 				if f.Name == a.Folder || (f.Display != "" && f.Display == a.Folder) {
+					// The deletion goes ahead only while the folder is
+					// this one, holding what is shown.
+					facts, err := c.Mailbox.FolderFacts(ctx, c.Creds, f.Name)
+					if err != nil {
+						return approval.Preview{}, err
+					}
 					return approval.Preview{Title: "Delete this folder and every message in it, for good?",
 						Fields: []approval.Field{{Name: "Folder", Value: f.Name},
-							{Name: "Messages", Value: fmt.Sprintf("%d (%d unread)", f.Total, f.Unread)}},
-						Warning: "This cannot be undone."}, nil
+							{Name: "Messages", Value: fmt.Sprintf("%d (%d unread)", facts.Messages, f.Unread)}},
+						Warning: "This cannot be undone. If the folder changes before you approve (mail arrives, or it is replaced), nothing is deleted.",
+						Facts:   factsOf(facts)}, nil
 				}
 			}
 			return approval.Preview{}, mailerr.Newf(mailerr.NotFound, "there is no folder %q", a.Folder).About(mailerr.SubjectFolder)

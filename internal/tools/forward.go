@@ -39,7 +39,7 @@ var forwardEmail = Def[forwardArgs, SendResult]{
 	},
 	Approve: sending("Forward this email?", func(ctx context.Context, c *Call, a forwardArgs) (*outbox.Planned, error) {
 		return c.Outbox.PlanForward(ctx, c.Creds, a.forward())
-	}, nil, func(a forwardArgs) string { return a.IdempotencyKey }),
+	}, false, func(a forwardArgs) string { return a.IdempotencyKey }),
 	Text:    sendText,
 	Example: map[string]any{"folder": "INBOX", "uid": 0, "to": []any{"Bob <bob@demo.test>"}, "text": "FYI, see below."},
 }

@@ -272,7 +272,7 @@ func (d *Deps) messageResource(ctx context.Context, creds credentials.Credential
 		return nil, err
 	}
 	adviseHidden(msg, ref.IncludeHidden)
-	text := messageText(MessageResult{Message: *msg, Untrusted: newFence().describe(messageUntrustedFields...)})
+	text := messageText(MessageResult{Message: *msg, Untrusted: messageUntrusted(msg)})
 	if msg.Truncated {
 		text += fmt.Sprintf("imap_read_email with folder %s, uid %d and offset %d reads on.\n", strconv.Quote(line(ref.Folder)), ref.UID, msg.NextOffset)
 	}

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/approval"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailmsg"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/outbox"
@@ -81,7 +80,7 @@ var sendEmail = Def[sendArgs, SendResult]{
 			return nil, err
 		}
 		return c.Outbox.PlanSend(ctx, c.Creds, m)
-	}, nil, func(a sendArgs) string { return a.IdempotencyKey }),
+	}, false, func(a sendArgs) string { return a.IdempotencyKey }),
 	Text: sendText,
 	Example: map[string]any{"to": []any{"Bob <bob@demo.test>"}, "subject": "Quarterly report",
 		"text":        "Hi Bob,\n\nthe report is attached.\n\nAlice",
@@ -111,7 +110,7 @@ var replyEmail = Def[replyArgs, SendResult]{
 			return nil, err
 		}
 		return c.Outbox.PlanReply(ctx, c.Creds, r)
-	}, nil, func(a replyArgs) string { return a.IdempotencyKey }),
+	}, false, func(a replyArgs) string { return a.IdempotencyKey }),
 	Text:    sendText,
 	Example: map[string]any{"folder": "INBOX", "uid": 0, "text": "Thanks, the parcel arrived today."},
 }
@@ -128,34 +127,12 @@ func (a replyArgs) reply(c *Call) (outbox.Reply, error) {
 		Cc: a.Cc, Bcc: a.Bcc, Text: a.Text, HTML: a.HTML, Attachments: atts, Tags: a.Tags, IdempotencyKey: a.IdempotencyKey}, err
 }
 
-// sending is the Approve of a tool that sends: the person sees the
-// message exactly as plan composes it (what the tool would send), and the
-// approval page waits on it held as a draft (or, with hold, on the draft
-// hold names).
-func sending[A any](title string, plan func(ctx context.Context, c *Call, a A) (*outbox.Planned, error),
-	hold func(p *outbox.Planned) *approval.DraftRef, key func(A) string) *Approve[A] {
-	return &Approve[A]{Kind: access.ApproveSend, Key: key,
-		Preview: func(ctx context.Context, c *Call, a A) (approval.Preview, error) {
-			p, err := plan(ctx, c, a)
-			if err != nil {
-				return approval.Preview{}, err
-			}
-			return messagePreview(title, p.Summary()), nil
-		},
-		Hold: func(ctx context.Context, c *Call, a A) (*approval.DraftRef, error) {
-			p, err := plan(ctx, c, a)
-			if err != nil {
-				return nil, err
-			}
-			if hold != nil {
-				return hold(p), nil
-			}
-			h, err := c.Outbox.Hold(ctx, c.Creds, p)
-			if err != nil {
-				return nil, err
-			}
-			return &approval.DraftRef{Folder: h.Folder, UID: h.UID, UIDValidity: h.UIDValidity, MessageID: h.MessageID}, nil
-		}}
+// sending is the Approve of a tool that sends: the message is composed
+// exactly as plan makes it (what the tool would send) and held as a draft
+// (held: it is a draft already, held where it is); the person sees that
+// draft, and that draft is what goes out.
+func sending[A any](title string, plan func(ctx context.Context, c *Call, a A) (*outbox.Planned, error), held bool, key func(A) string) *Approve[A] {
+	return &Approve[A]{Kind: access.ApproveSend, Key: key, Title: title, Send: plan, Held: held}
 }
 
 // idempotencyDescription tells every sending tool's reader about

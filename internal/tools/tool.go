@@ -13,6 +13,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -160,7 +161,11 @@ type Call struct {
 	Progress ProgressFunc
 	// Limit is the call's deadline, counted from its start.
 	Limit time.Duration
-	tool  string
+	// Approved, in a call a person approved, holds the facts they were
+	// shown (approval.Preview.Facts): Run changes nothing unless they
+	// still hold. Nil in a call that needed no approval.
+	Approved json.RawMessage
+	tool     string
 }
 
 // Agent is the caller's agent name (the x-mailbox-agent header, ?agent= on
@@ -217,8 +222,12 @@ type Tool struct {
 	own     bool
 	invoke  func(ctx context.Context, raw any, progress ProgressFunc, in *Input) Outcome
 	// preview shows what an approval link's call will do (nil: the tool
-	// never asks).
-	preview func(ctx context.Context, creds credentials.Credentials, raw map[string]any) (approval.Preview, error)
+	// never asks, or sends: its link holds the message as a draft, which
+	// the page shows under sendTitle; heldInPlace: that draft is the
+	// caller's own, and a rejection leaves it).
+	preview     func(ctx context.Context, creds credentials.Credentials, raw map[string]any) (approval.Preview, error)
+	sendTitle   string
+	heldInPlace bool
 }
 
 // definition is what the catalog holds: a Def of any argument and result
@@ -249,8 +258,12 @@ func (t Def[A, R]) bind(d *Deps) Tool {
 			res.Content = append(res.Content, o.Content...)
 			return res, nil
 		}}
-	if t.Approve != nil {
-		tool.preview = t.previewLink(d)
+	if ap := t.Approve; ap != nil {
+		if ap.Send != nil {
+			tool.sendTitle, tool.heldInPlace = ap.Title, ap.Held
+		} else {
+			tool.preview = t.previewLink(d)
+		}
 	}
 	return tool
 }
@@ -399,6 +412,9 @@ func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress Progre
 	ctx, cancel := context.WithTimeoutCause(context.WithValue(ctx, limitKey{}, limit), limit, errCallTimeout)
 	defer cancel()
 	call := &Call{Deps: d, Creds: creds, Progress: progress, Limit: limit, tool: t.Name}
+	if facts, ok := ctx.Value(approvedKey{}).(json.RawMessage); ok {
+		call.Approved = facts
+	}
 	if call.Progress == nil {
 		call.Progress = func(float64, float64, string) {}
 	}

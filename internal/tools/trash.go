@@ -33,7 +33,11 @@ var trashEmails = Def[trashArgs, mailbox.Trashed]{
 				return mailbox.Trashed{}, err
 			}
 		}
-		return orZero(c.Mailbox.Trash(ctx, c.Creds, a.Folder, a.UIDs, a.Permanent))
+		want, err := approvedFacts[mailbox.Facts](c)
+		if err != nil {
+			return mailbox.Trashed{}, err
+		}
+		return orZero(c.Mailbox.Trash(ctx, c.Creds, a.Folder, a.UIDs, a.Permanent, want))
 	},
 	// Only a deletion for good asks; to the Trash can be undone.
 	Approve: &Approve[trashArgs]{Kind: access.ApproveDestructive, When: func(a trashArgs) bool { return a.Permanent },
@@ -41,7 +45,7 @@ var trashEmails = Def[trashArgs, mailbox.Trashed]{
 			if err := c.Require(access.Full, "permanent deletion (permanent: true)"); err != nil {
 				return approval.Preview{}, err
 			}
-			msgs, err := c.Mailbox.Summaries(ctx, c.Creds, a.Folder, a.UIDs)
+			msgs, facts, err := c.Mailbox.MessageFacts(ctx, c.Creds, a.Folder, a.UIDs)
 			if err != nil {
 				return approval.Preview{}, err
 			}
@@ -49,7 +53,9 @@ var trashEmails = Def[trashArgs, mailbox.Trashed]{
 				return approval.Preview{}, mailerr.Newf(mailerr.NotFound, "%d of the %d UIDs are not in the folder; nothing was changed", len(a.UIDs)-len(msgs), len(a.UIDs)).About(mailerr.SubjectMessage)
 			}
 			p := approval.Preview{Title: fmt.Sprintf("Delete %s for good?", plural(len(msgs), "message")),
-				Fields: []approval.Field{{Name: "Folder", Value: cmp.Or(a.Folder, "INBOX")}}, Warning: "This cannot be undone."}
+				Fields:  []approval.Field{{Name: "Folder", Value: cmp.Or(a.Folder, "INBOX")}},
+				Warning: "This cannot be undone. Exactly these messages are deleted: if the folder is replaced, or the UIDs name other messages, before you approve, nothing is.",
+				Facts:   factsOf(facts)}
 			for _, m := range msgs {
 				from := ""
 				if m.From != nil {

@@ -94,5 +94,5 @@ var pageUntrustedFields = []string{
 // Fields of imap_read_email's result that hold mail content.
 var messageUntrustedFields = []string{
 	"from", "to", "cc", "reply_to", "subject", "message_id", "in_reply_to", "references",
-	"text", "hidden_text", "attachments[].filename", "attachments[].content_type", "warnings",
+	"text", "hidden_text", "plain_differs.adds", "attachments[].filename", "attachments[].content_type", "warnings",
 }

@@ -11,6 +11,14 @@
 //     never a wrong answer); every call that started after must succeed; a
 //     send made meanwhile is delivered exactly once or reported failed.
 //
+// With -redis, every replica's /health must report the shared memory
+// (REDIS_URL) "ok" before the load and after the kill. With
+// -refresh-replay (replicas with PUBLIC_URL = -public-url and OAuth on),
+// single use holds across replicas: a code redeemed at replica 1 is
+// refused at replica 2, and a refresh token rotated at replica 2 and
+// replayed at replica 3 is refused and revokes the sign-in at replica 1.
+// -only refresh-replay runs that check alone (no balancer needed).
+//
 // It prints the figures (calls, errors, p50/p99, time to recovery) and exits
 // 1 when a check fails.
 package main
@@ -52,6 +60,10 @@ var (
 	sendTo     = flag.String("send-to", "", "recipient of that message")
 	countCmd   = flag.String("count-cmd", "", "shell command printing the recipient's INBOX message count (doveadm mailbox status)")
 	cpuCmd     = flag.String("cpu-cmd", "", "optional shell command printing the CPU time the replicas used so far, in nanoseconds (cgroup cpuacct.usage)")
+	redisCheck = flag.Bool("redis", false, "the replicas share REDIS_URL: check that each /health reports it ok")
+	replay     = flag.Bool("refresh-replay", false, "check that a code and a refresh token stay single-use across replicas (needs -public-url)")
+	publicURL  = flag.String("public-url", "", "the replicas' PUBLIC_URL (the OAuth issuer), for -refresh-replay")
+	only       = flag.String("only", "", "run one check alone: refresh-replay")
 )
 
 var httpClient = &http.Client{
@@ -261,6 +273,23 @@ func fatalf(format string, args ...any) {
 func main() {
 	flag.Parse()
 	reps := strings.Split(*replicas, ",")
+	if *only == "refresh-replay" {
+		if err := refreshReplay(reps, *publicURL, *user, *pass); err != nil {
+			fatalf("refresh replay: %v", err)
+		}
+		fmt.Println("refresh replay: code and refresh token single-use across replicas")
+		fmt.Println("PASS")
+		return
+	}
+	if *replay && *publicURL == "" {
+		fatalf("-refresh-replay needs -public-url")
+	}
+	if *redisCheck {
+		if err := redisHealthy(context.Background(), reps); err != nil {
+			fatalf("redis: %v", err)
+		}
+		fmt.Printf("redis: every replica reports the shared memory ok\n")
+	}
 	if *lbURL == "" || len(reps) < 2 || *wantInbox < 0 || *killCmd == "" || *statsSock == "" {
 		fatalf("need -lb, -replicas (2 or more), -want-inbox, -kill and -stats-socket")
 	}
@@ -301,6 +330,12 @@ func main() {
 		}
 	}
 	fmt.Printf("token: sealed by replica 1, opened by replicas 2-%d\n", len(reps))
+	if *replay {
+		if err := refreshReplay(reps, *publicURL, *user, *pass); err != nil {
+			fatalf("refresh replay: %v", err)
+		}
+		fmt.Println("refresh replay: a code and a refresh token stay single-use across replicas")
+	}
 
 	// 3. kill a replica under load, send once meanwhile
 	before, err := count()
@@ -402,5 +437,11 @@ func main() {
 		fatalf("send during the kill: error %v, delivered %d times", sendErr, after-before)
 	}
 	fmt.Printf("recovered within %v of the kill\n", recovery.Round(time.Millisecond))
+	if *redisCheck {
+		alive := append([]string{reps[0]}, reps[2:]...) // the second was killed
+		if err := redisHealthy(context.Background(), alive); err != nil {
+			fatalf("redis after the kill: %v", err)
+		}
+	}
 	fmt.Println("PASS")
 }

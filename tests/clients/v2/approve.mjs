@@ -4,15 +4,19 @@
 // fulfils the input_required result and retries the call with the answer
 // and the requestState, as the protocol's multi round-trip requests do.
 //
+// With mode "url" the client declares URL-mode elicitation instead of
+// forms: the gateway then gives it the approval page's link to open for
+// its user (recorded in asked), never to the model.
+//
 // Input (JSON on stdin):
-//   { url, headers, tool, args, action: "accept"|"decline"|"cancel",
+//   { url, headers, tool, args, action: "accept"|"decline"|"cancel", mode?: "form"|"url",
 //     tamper?: "state"|"arguments"|"user"|"expired"|"replay",
 //     otherHeaders?, otherArgs?, expiredState? }
 // tamper changes the retry before it leaves: a byte of the requestState,
 // the arguments (otherArgs), the credentials (otherHeaders), the state
 // (expiredState); "replay" sends the accepted retry a second time.
-// Output (JSON on stdout): { shown: [form messages], result: Result,
-//   replay?: Result }
+// Output (JSON on stdout): { shown: [form messages], asked: [{mode, url,
+//   elicitationId}], result: Result, replay?: Result }
 
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { readFileSync } from "node:fs";
@@ -20,6 +24,7 @@ import { readFileSync } from "node:fs";
 const input = JSON.parse(readFileSync(0, "utf8"));
 const url = new URL(input.url);
 const shown = [];
+const asked = [];
 let retry;
 
 // The fetch every request goes through: it changes the retry (the
@@ -56,11 +61,12 @@ const tamperingFetch = async (u, init) => {
 
 const client = new Client(
   { name: "mailbox-mcp-tests (client v2)", version: "1" },
-  { capabilities: { elicitation: { form: {} } }, versionNegotiation: { mode: { pin: "2026-07-28" } } },
+  { capabilities: { elicitation: input.mode === "url" ? { url: {} } : { form: {} } }, versionNegotiation: { mode: { pin: "2026-07-28" } } },
 );
 client.setRequestHandler("elicitation/create", async (req) => {
   shown.push(req.params.message);
-  return { action: input.action, content: {} };
+  asked.push({ mode: req.params.mode ?? "form", url: req.params.url ?? null, elicitationId: req.params.elicitationId ?? null });
+  return req.params.mode === "url" ? { action: input.action } : { action: input.action, content: {} };
 });
 await client.connect(new StreamableHTTPClientTransport(url, { requestInit: { headers: input.headers }, fetch: tamperingFetch }));
 const summarize = (r) => ({
@@ -68,7 +74,7 @@ const summarize = (r) => ({
   text: (r.content ?? []).filter((c) => c.type === "text").map((c) => c.text).join(""),
   structured: r.structuredContent ?? null,
 });
-const out = { shown, result: summarize(await client.callTool({ name: input.tool, arguments: input.args })) };
+const out = { shown, asked, result: summarize(await client.callTool({ name: input.tool, arguments: input.args })) };
 if (input.tamper === "replay" && retry) {
   // The accepted retry again, byte for byte, as an eavesdropper would.
   const res = await fetch(url, { method: "POST", headers: retry.headers, body: retry.body });
