@@ -32,6 +32,8 @@ require (
 
 require go.uber.org/atomic v1.12.0 // indirect
 
+require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
@@ -21,20 +18,7 @@ import (
 // extra headers, and returns the status and the answer.
 func rawMCP(t *testing.T, url, body string, headers map[string]string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Protocol-Version", mcp.ProtocolVersion20250618)
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return mailtest.RawMCP(t, url, body, headers)
 }
 
 // The attack of issue 12.6: encoding/json keeps the last of two equal keys,

@@ -571,7 +571,13 @@ func TestOAuthConformance(t *testing.T) {
 						t.Fatalf("no code for the suite: %v", redirect)
 					}
 					cb := "http://127.0.0.1:" + strconv.Itoa(port) + "/callback?" + redirect.Encode()
+					// The suite prints the URL before its callback listener
+					// is up; on a loaded machine the first tries are refused.
 					resp, err := http.Get(cb)
+					for i := 0; err != nil && i < 50; i++ {
+						time.Sleep(100 * time.Millisecond)
+						resp, err = http.Get(cb)
+					}
 					if err != nil {
 						t.Fatal(err)
 					}

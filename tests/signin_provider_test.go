@@ -2,6 +2,7 @@ package tests
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -339,44 +339,18 @@ func TestTwoMailHosts(t *testing.T) {
 	}
 
 	// Refusals before any connection: a listener counts the attempts.
-	var hits atomic.Int32
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port, hits := mailtest.CountingListener(t)
 	strict := startGateway(t, host2, "MAIL_HOSTS=localhost:"+port+",10.0.0.1")
-	for _, tc := range []struct{ host, want string }{
-		{"mail.elsewhere.test", "does not serve mailboxes at"},
-		{"localhost", "loopback"},
-		{"10.0.0.1", "a private network"},
-	} {
-		req, _ := http.NewRequest(http.MethodPost, strict.URL, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"imap_list_folders","arguments":{}}}`))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("MCP-Protocol-Version", "2025-06-18")
-		req.Header.Set("X-Imap-User", mailtest.Alice)
-		req.Header.Set("X-Imap-Pass", mailtest.AlicePassword)
-		req.Header.Set("X-Imap-Host", tc.host)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusForbidden || !strings.Contains(string(b), tc.want) {
-			t.Errorf("x-imap-host %s: %d %s", tc.host, resp.StatusCode, b)
+	// One status and one sentence for every refusal, whatever the reason:
+	// not allowed, a loopback or a private address, no host name at all.
+	for _, host := range []string{"mail.elsewhere.test", "localhost", "10.0.0.1", "localhost#.evil.test"} {
+		status, body := rawMCP(t, strict.URL, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"imap_list_folders","arguments":{}}}`,
+			map[string]string{"X-Imap-User": mailtest.Alice, "X-Imap-Pass": mailtest.AlicePassword, "X-Imap-Host": host})
+		var answer struct{ Error string }
+		json.Unmarshal([]byte(body), &answer)
+		want := fmt.Sprintf("this gateway does not serve mailboxes at %q: it serves 127.0.0.1, localhost, 10.0.0.1 (names that resolve to public addresses)", host)
+		if status != http.StatusForbidden || answer.Error != want {
+			t.Errorf("x-imap-host %s: %d %q, want 403 %q", host, status, answer.Error, want)
 		}
 	}
 	if n := hits.Load(); n != 0 {

@@ -106,9 +106,12 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Whatever a token carries, its host is named as everywhere else: one
+	// account is one account (AccountKey).
+	sealer.CanonicalHosts(mailHosts.Canonical)
 	mb := mailbox.New(mailbox.Config{
-		Route: func(host string) (transport.Endpoint, error) {
-			s, err := mailHosts.Lookup(host)
+		Route: func(host, provider string) (transport.Endpoint, error) {
+			s, err := mailHosts.Lookup(host, provider)
 			return s.IMAP, err
 		},
 		Host: cfg.IMAPHost, Port: cfg.IMAPPort, Security: transport.Security(cfg.IMAPMode()),
@@ -129,13 +132,14 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits, Unsubscribe: unsubscribePoster(cfg),
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
 		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
-		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, approval.Options{MaxPending: cfg.ApprovalMaxPending}), ApprovalTTL: cfg.ApprovalTTL}
+		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, approval.Options{MaxPending: cfg.ApprovalMaxPending}), ApprovalTTL: cfg.ApprovalTTL,
+		Hosts: mailHosts}
 	var sub *submission.Client
 	if cfg.SMTPEnabled() || providersSend(signIn) {
 		smtp := submission.Config{Timeout: cfg.SMTPTimeout, AllowPlaintextAuth: cfg.AllowPlaintextAuth,
 			Guard: limits, Observer: mailObserver(m),
-			Route: func(host string) (transport.Endpoint, error) {
-				s, err := mailHosts.Lookup(host)
+			Route: func(host, provider string) (transport.Endpoint, error) {
+				s, err := mailHosts.Lookup(host, provider)
 				return s.SMTP, err
 			}}
 		if cfg.SMTPEnabled() {
@@ -221,7 +225,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		Version: buildinfo.Version(), AllowedOrigins: cfg.AllowedOrigins,
 		MaxRequestBytes: cfg.MaxRequestBytes, Logger: log,
 		MaxInflightRequests: cfg.MaxInflightRequests, MaxBufferedBytes: cfg.MaxBufferedBytes, BodyReadTimeout: cfg.BodyReadTimeout,
-		Loopback: cfg.LoopbackBind(), AllowedHosts: cfg.AllowedHosts, TrustedProxies: proxies,
+		Loopback: cfg.LoopbackBind(), AllowedHosts: cfg.AllowedHosts, TrustedProxies: proxies, ClientIPv6Prefix: cfg.ClientIPv6Prefix,
 		REST: mirror,
 		// Attachment download links (imap_get_attachment) and their base URL.
 		Attachments: download.New(sealer, mb, limits, log), PublicURL: cfg.PublicURL,
@@ -335,7 +339,7 @@ func servedHosts(cfg *config.Config, tlsConf *tls.Config, ps []*providers.Provid
 		if err != nil {
 			return nil, err
 		}
-		hc.Named[pc.IMAP.Host] = hosts.Server{IMAP: imap, SMTP: smtp}
+		hc.Named[pc.IMAP.Host] = hosts.Server{IMAP: imap, SMTP: smtp, Provider: pc.Name}
 	}
 	for _, entry := range cfg.MailHosts {
 		name, port, _ := config.ParseMailHost(entry) // checked at load

@@ -24,8 +24,8 @@ import (
 
 // startSignInGateway is a demo gateway with PUBLIC_URL set to its own
 // address (so that it is its own authorization server), sending on,
-// MAILBOX_ACCESS=full.
-func startSignInGateway(t *testing.T) (g *gateway, base string, sealer *credentials.Sealer) {
+// MAILBOX_ACCESS=full, and env.
+func startSignInGateway(t *testing.T, env ...string) (g *gateway, base string, sealer *credentials.Sealer) {
 	t.Helper()
 	srv, err := demo.Start(context.Background(), demo.Options{})
 	if err != nil {
@@ -40,8 +40,8 @@ func startSignInGateway(t *testing.T) (g *gateway, base string, sealer *credenti
 	key, _ := credentials.NewKey()
 	host, port, _ := net.SplitHostPort(srv.IMAPAddr)
 	sh, sp, _ := net.SplitHostPort(srv.SMTPAddr)
-	cfg, err := config.FromEnv([]string{"IMAP_HOST=" + host, "IMAP_PORT=" + port, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true",
-		"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain", "ENCRYPTION_KEY=" + key, "PUBLIC_URL=" + base, "MAILBOX_ACCESS=full"})
+	cfg, err := config.FromEnv(append([]string{"IMAP_HOST=" + host, "IMAP_PORT=" + port, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true",
+		"SMTP_HOST=" + sh, "SMTP_PORT=" + sp, "SMTP_SECURITY=plain", "ENCRYPTION_KEY=" + key, "PUBLIC_URL=" + base, "MAILBOX_ACCESS=full"}, env...))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,7 +41,7 @@ const (
 // description used by .env.example and docs/configuration.md (a test keeps
 // them in step).
 type Config struct {
-	IMAPHost     string        `env:"IMAP_HOST,required" desc:"IMAP server host name (required)"`
+	IMAPHost     string        `env:"IMAP_HOST,required" desc:"IMAP server host name (required): the mail host of every login that names no other (a MAIL_HOSTS name, a sign-in provider's)"`
 	IMAPPort     int           `env:"IMAP_PORT" envDefault:"993" desc:"IMAP server port"`
 	IMAPTLS      bool          `env:"IMAP_TLS" envDefault:"true" desc:"true: implicit TLS; false: STARTTLS (see IMAP_SECURITY)"`
 	IMAPSecurity Security      `env:"IMAP_SECURITY" desc:"tls, starttls or plain; overrides IMAP_TLS (plain needs ALLOW_PLAINTEXT_AUTH=true)"`
@@ -114,6 +114,7 @@ type Config struct {
 	LoginBackoffMax        time.Duration `env:"LOGIN_BACKOFF_MAX" envDefault:"15m" desc:"longest refusal period of the login back-off"`
 	AllowedHosts           []string      `env:"ALLOWED_HOSTS" envSeparator:"," desc:"comma-separated Host header values accepted besides localhost, 127.0.0.1 and [::1] (e.g. the name a same-host reverse proxy forwards); empty: only those when BIND_ADDRESS is loopback, any otherwise"`
 	TrustedProxies         []string      `env:"TRUSTED_PROXIES" envSeparator:"," desc:"comma-separated addresses or CIDRs of reverse proxies whose X-Forwarded-For names the client (for the per-address login back-off); empty trusts none"`
+	ClientIPv6Prefix       int           `env:"CLIENT_IPV6_PREFIX" envDefault:"64" desc:"the per-address limits (login back-off, sign-in rate) count an IPv6 client by this many leading bits of its address (64: one subscriber's /64, which a single host can fill with addresses); IPv4 clients count by their whole address; 32 to 128"`
 
 	// Sign-in (OAuth 2.1, the gateway its own authorization server) and metrics.
 	OAuth                 string        `env:"OAUTH" envDefault:"on" desc:"on: with PUBLIC_URL set, the gateway is an OAuth 2.1 authorization server for MCP clients that add a server by URL and sign in (tokens carry the sealed credentials; nothing is stored); off: headers and credentials tokens only"`
@@ -121,8 +122,8 @@ type Config struct {
 	OAuthRefreshTTL       time.Duration `env:"OAUTH_REFRESH_TTL" envDefault:"720h" desc:"lifetime of an OAuth refresh token (each use returns a new one)"`
 	OAuthRatePerAccount   float64       `env:"OAUTH_RATE_PER_ACCOUNT" envDefault:"20" desc:"requests to the sign-in server for one account per minute, sustained (sign-in form posted, code exchanged, token refreshed), with bursts of a minute's worth; past it 429 with Retry-After; 0 turns it off"`
 	OAuthRatePerAddress   float64       `env:"OAUTH_RATE_PER_ADDRESS" envDefault:"60" desc:"requests to the sign-in server from one client address per minute, sustained (the same, plus client registrations and refused tokens), with bursts of a minute's worth; 0 turns it off"`
-	OAuthMaxGrants        int           `env:"OAUTH_MAX_GRANTS" envDefault:"250000" desc:"most redeemed codes and live sign-ins the sign-in server remembers, for single use (about 135 bytes each: 250000 is about 35 MiB); when it is full and none has expired, new sign-ins get 503 with Retry-After instead of anything being forgotten"`
-	OAuthGrantsPerAccount int           `env:"OAUTH_GRANTS_PER_ACCOUNT" envDefault:"64" desc:"live sign-ins one account keeps (one per signed-in client); a new one ends the account's least recently refreshed"`
+	OAuthMaxGrants        int           `env:"OAUTH_MAX_GRANTS" envDefault:"250000" desc:"most entries the sign-in server remembers for single use: codes redeemed in the last minute, provider sign-ins under way, live sign-ins (about 170 bytes each: 250000 is about 40 MiB); when it is full and none has expired, new sign-ins get 503 with Retry-After instead of anything being forgotten"`
+	OAuthGrantsPerAccount int           `env:"OAUTH_GRANTS_PER_ACCOUNT" envDefault:"64" desc:"entries one account holds: its live sign-ins (one per signed-in client) and the codes it redeemed in the last minute; a new sign-in ends the account's least recently refreshed ones (for good), and waits when its codes alone fill it; 2 to 10000"`
 	// Sign-in with the mailbox's provider (PUBLIC_URL + /authorize/callback is
 	// the redirect URI to register at each).
 	MicrosoftClientID     string   `env:"MICROSOFT_CLIENT_ID" desc:"Microsoft Entra app (client) id: the sign-in page offers Continue with Microsoft (Exchange Online over IMAP and SMTP with OAuth); docs/providers.md says how to register the app"`
@@ -136,11 +137,11 @@ type Config struct {
 	OIDCClientSecret      string   `env:"OIDC_CLIENT_SECRET" desc:"the gateway's client secret at OIDC_ISSUER (empty for a public client)"`
 	OIDCScopes            string   `env:"OIDC_SCOPES" envDefault:"openid email offline_access" desc:"scopes asked of OIDC_ISSUER (space-separated), besides what the mail server needs"`
 	OIDCEmailClaim        string   `env:"OIDC_EMAIL_CLAIM" envDefault:"email" desc:"the ID token claim that holds the mailbox address"`
-	OIDCIMAPHost          string   `env:"OIDC_IMAP_HOST" desc:"IMAP host of the mailboxes OIDC_ISSUER signs in to (required with OIDC_ISSUER)"`
+	OIDCIMAPHost          string   `env:"OIDC_IMAP_HOST" desc:"IMAP host of the mailboxes OIDC_ISSUER signs in to (required with OIDC_ISSUER); it serves only that provider's sign-ins, unless MAIL_HOSTS allows the name too"`
 	OIDCIMAPPort          int      `env:"OIDC_IMAP_PORT" envDefault:"993" desc:"its IMAP port (implicit TLS)"`
 	OIDCSMTPHost          string   `env:"OIDC_SMTP_HOST" desc:"SMTP submission host of those mailboxes; empty: no sending for them"`
 	OIDCSMTPPort          int      `env:"OIDC_SMTP_PORT" envDefault:"465" desc:"its submission port: 465 implicit TLS, any other STARTTLS"`
-	MailHosts             []string `env:"MAIL_HOSTS" envSeparator:"," desc:"comma-separated mail hosts besides IMAP_HOST that people may use with a password (x-imap-host header, the sign-in page's host field): exact names and *.domain patterns, each optionally :PORT for IMAP (else IMAP_PORT); SMTP goes to the same host on SMTP_PORT"`
+	MailHosts             []string `env:"MAIL_HOSTS" envSeparator:"," desc:"comma-separated mail hosts besides IMAP_HOST that people may use with a password (x-imap-host header, the sign-in page's host field): exact names and *.domain patterns, each optionally :PORT for IMAP (else IMAP_PORT); SMTP goes to the same host on SMTP_PORT; a name that is no host name, does not resolve or resolves to a non-public address is refused with the same sentence"`
 	MailHostsPrivate      bool     `env:"MAIL_HOSTS_PRIVATE" envDefault:"false" desc:"true lets MAIL_HOSTS names resolve to loopback, private and link-local addresses; false (the default) refuses such a name before any connection is made"`
 	// Several replicas as one (internal/memory; docs/scaling.md).
 	RedisURL     string        `env:"REDIS_URL" desc:"redis://[user:password@]host[:port][/db], or rediss:// for TLS (Redis 7, Valkey 7 or 8): one memory for every replica sharing it and ENCRYPTION_KEY, so that codes, refresh tokens and approvals stay single-use, and rate limits and the login back-off count, across replicas; empty: each process remembers alone (enough for one replica). Keys are HMACs; no token, password or message is stored"`
@@ -374,8 +375,9 @@ func (c *Config) validate(vars map[string]string) []string {
 	if c.OAuthMaxGrants < 100 || c.OAuthMaxGrants > 100_000_000 {
 		bad("OAUTH_MAX_GRANTS", "expected a number from 100 to 100000000, got %q", vars["OAUTH_MAX_GRANTS"])
 	}
-	if c.OAuthGrantsPerAccount < 1 || c.OAuthGrantsPerAccount > 10_000 {
-		bad("OAUTH_GRANTS_PER_ACCOUNT", "expected a number from 1 to 10000, got %q", vars["OAUTH_GRANTS_PER_ACCOUNT"])
+	if c.OAuthGrantsPerAccount < 2 || c.OAuthGrantsPerAccount > 10_000 {
+		// A sign-in takes two entries at once: its code and itself.
+		bad("OAUTH_GRANTS_PER_ACCOUNT", "expected a number from 2 to 10000, got %q", vars["OAUTH_GRANTS_PER_ACCOUNT"])
 	}
 	if c.SMTPMaxRecipients < 1 {
 		bad("SMTP_MAX_RECIPIENTS", "expected a value greater than zero, got %q", vars["SMTP_MAX_RECIPIENTS"])
@@ -482,6 +484,9 @@ func (c *Config) validateGuard(vars map[string]string) []string {
 	}
 	if _, err := c.ProxyNets(); err != nil {
 		bad("TRUSTED_PROXIES", "%v", err)
+	}
+	if c.ClientIPv6Prefix < 32 || c.ClientIPv6Prefix > 128 {
+		bad("CLIENT_IPV6_PREFIX", "expected a prefix length from 32 to 128, got %q", vars["CLIENT_IPV6_PREFIX"])
 	}
 	return append(p, c.validateRedis(vars)...)
 }

@@ -39,6 +39,11 @@ type Credentials struct {
 	// (IMAP_HOST), else a provider's host or one MAIL_HOSTS allows. Where
 	// it is allowed, and how it is reached, is the hosts package's to say.
 	Host string
+	// Provider names the sign-in provider (microsoft, google, the
+	// operator's) whose sign-in issued the access token these credentials
+	// carry; "" for any other login. A provider's own mail host serves
+	// only its sign-ins (the hosts package).
+	Provider string
 	// Expires is when these credentials stop being valid through the
 	// gateway: the expiry of the sign-in grant (OAuth access token) or of
 	// the credentials token they came from; zero for none. Anything made

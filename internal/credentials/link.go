@@ -53,6 +53,8 @@ type linkPayload struct {
 	Pt  string `json:"pt"`
 	Exp int64  `json:"exp"`
 	K   string `json:"k,omitempty"` // as in a token's payload
+	H   string `json:"h,omitempty"`
+	Pv  string `json:"pv,omitempty"`
 }
 
 // SealLink returns a link for l under the current key. The expiry keeps
@@ -71,7 +73,8 @@ func (s *Sealer) SealLink(l Link) (string, error) {
 	case strings.ContainsRune(c.User, 0) || strings.ContainsRune(c.password, 0):
 		return "", ErrNUL
 	}
-	lp := linkPayload{U: c.User, P: c.password, F: l.Folder, ID: l.UID, UV: l.UIDValidity, Pt: l.PartID, Exp: l.Expires.Unix()}
+	lp := linkPayload{U: c.User, P: c.password, F: l.Folder, ID: l.UID, UV: l.UIDValidity, Pt: l.PartID, Exp: l.Expires.Unix(),
+		H: s.canonicalHost(c.Host), Pv: c.Provider}
 	if c.oauth {
 		lp.K = kindOAuth
 	}
@@ -128,6 +131,7 @@ func (s *Sealer) OpenLink(link string, now time.Time) (Link, error) {
 	if p.K == kindOAuth {
 		creds = NewOAuth(p.U, p.P)
 	}
+	creds.Host, creds.Provider = s.canonicalHost(p.H), p.Pv
 	l := Link{Creds: creds, Folder: p.F, UID: p.ID, UIDValidity: p.UV, PartID: p.Pt, Expires: time.Unix(p.Exp, 0)}
 	if !now.Before(l.Expires) {
 		return Link{}, ErrLinkExpired

@@ -70,6 +70,10 @@ type Grant struct {
 	// has none: its ID stands for the family.
 	Family string
 	Gen    uint32
+	// Ledger names the memory of sign-ins (internal/oauth) that recorded
+	// Family when this refresh token was issued: a family that ledger no
+	// longer holds was ended there.
+	Ledger string
 	// Provider names the sign-in provider (microsoft, google, or the
 	// operator's) when the login is an OAuth access token it issued (Creds
 	// then has the OAuth mechanism); ProviderRefresh is the provider's
@@ -93,6 +97,7 @@ type grantPayload struct {
 	Exp int64  `json:"exp"`
 	F   string `json:"f,omitempty"`
 	G   uint32 `json:"g,omitempty"`
+	L   string `json:"l,omitempty"`
 	K   string `json:"k,omitempty"` // "oauth": P is an access token
 	H   string `json:"h,omitempty"` // the mail host
 	Pv  string `json:"pv,omitempty"`
@@ -128,8 +133,8 @@ func (s *Sealer) SealGrant(kind OAuthKind, g Grant) (string, error) {
 		return "", ErrNUL
 	}
 	p := grantPayload{ID: g.ID, U: c.User, P: c.password, NS: c.Scope.NoSend, C: g.ClientID, R: g.RedirectURI,
-		CC: g.Challenge, Aud: g.Audience, Exp: g.Expires.Unix(), F: g.Family, G: g.Gen,
-		H: c.Host, Pv: g.Provider, PR: g.ProviderRefresh}
+		CC: g.Challenge, Aud: g.Audience, Exp: g.Expires.Unix(), F: g.Family, G: g.Gen, L: g.Ledger,
+		H: s.canonicalHost(c.Host), Pv: g.Provider, PR: g.ProviderRefresh}
 	if c.Mechanism() == MechOAuth {
 		p.K = kindOAuth
 	}
@@ -167,7 +172,7 @@ func (s *Sealer) OpenGrant(kind OAuthKind, token string, now time.Time) (Grant, 
 	default:
 		return Grant{}, ErrGrantMalformed
 	}
-	c.Host = p.H
+	c.Host, c.Provider = s.canonicalHost(p.H), p.Pv
 	c.Scope.NoSend = p.NS
 	if p.A != "" {
 		l, err := access.Parse(p.A)
@@ -177,7 +182,7 @@ func (s *Sealer) OpenGrant(kind OAuthKind, token string, now time.Time) (Grant, 
 		c.Scope.Level = l
 	}
 	c.Expires = time.Unix(p.Exp, 0)
-	g := Grant{ID: p.ID, Creds: c, ClientID: p.C, RedirectURI: p.R, Challenge: p.CC, Audience: p.Aud, Expires: time.Unix(p.Exp, 0), Family: p.F, Gen: p.G,
+	g := Grant{ID: p.ID, Creds: c, ClientID: p.C, RedirectURI: p.R, Challenge: p.CC, Audience: p.Aud, Expires: time.Unix(p.Exp, 0), Family: p.F, Gen: p.G, Ledger: p.L,
 		Provider: p.Pv, ProviderRefresh: p.PR}
 	if p.PE != 0 {
 		g.ProviderExpires = time.Unix(p.PE, 0)

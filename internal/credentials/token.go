@@ -84,8 +84,10 @@ type payload struct {
 	// Ap is the approval the token asks for besides the operator's
 	// ("send", "destructive", "all"). Version 2 only.
 	Ap string `json:"ap,omitempty"`
-	// H is the mail host the login is for ("" the default). Version 2 only.
-	H string `json:"h,omitempty"`
+	// H is the mail host the login is for ("" the default); Pv the
+	// provider whose sign-in issued the access token P. Version 2 only.
+	H  string `json:"h,omitempty"`
+	Pv string `json:"pv,omitempty"`
 }
 
 type sealKey struct {
@@ -98,6 +100,24 @@ type sealKey struct {
 type Sealer struct {
 	current sealKey
 	older   []sealKey
+	// hostName, when set, is the canonical name of a login's mail host
+	// (CanonicalHosts).
+	hostName func(string) string
+}
+
+// CanonicalHosts makes every login this Sealer seals or opens name its
+// mail host as name does (hosts.Canonical: "" for the default host
+// however it is spelt), so that a token made before, or by a caller who
+// spelt the host another way, keys the same account as everything else.
+// Call it once, before the Sealer is used.
+func (s *Sealer) CanonicalHosts(name func(string) string) { s.hostName = name }
+
+// canonicalHost is host as CanonicalHosts names it.
+func (s *Sealer) canonicalHost(host string) string {
+	if s.hostName == nil || host == "" {
+		return host
+	}
+	return s.hostName(host)
 }
 
 // NewSealer makes a Sealer for a 32-byte key, plus any previous keys still
@@ -175,8 +195,11 @@ func (s *Sealer) Seal(c Credentials) (string, error) {
 	if !c.Expires.IsZero() {
 		p.V, p.Exp = 2, c.Expires.Unix()
 	}
-	if c.Host != "" {
-		p.V, p.H = 2, c.Host
+	if h := s.canonicalHost(c.Host); h != "" {
+		p.V, p.H = 2, h
+	}
+	if c.Provider != "" {
+		p.V, p.Pv = 2, c.Provider
 	}
 	plain, err := json.Marshal(p)
 	if err != nil {
@@ -239,7 +262,7 @@ func (s *Sealer) OpenAt(token string, now time.Time) (Credentials, error) {
 	}
 	defer clear(plain)
 	var p payload
-	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "" || p.Exp != 0 || p.Ap != "" || p.H != "")) || (p.K != "" && p.K != kindOAuth) {
+	if err := json.Unmarshal(plain, &p); err != nil || (p.V != 1 && p.V != 2) || (p.V == 1 && (p.A != "" || p.NS || p.Ag != "" || p.K != "" || p.Exp != 0 || p.Ap != "" || p.H != "" || p.Pv != "")) || (p.K != "" && p.K != kindOAuth) {
 		return Credentials{}, ErrVersion
 	}
 	c := New(p.U, p.P)
@@ -262,7 +285,7 @@ func (s *Sealer) OpenAt(token string, now time.Time) (Credentials, error) {
 		if p.Exp != 0 {
 			c.Expires = time.Unix(p.Exp, 0)
 		}
-		c.Host = p.H
+		c.Host, c.Provider = s.canonicalHost(p.H), p.Pv
 		if p.Ap != "" {
 			ap, err := access.ParseApproval(p.Ap)
 			if err != nil || ap == 0 {

@@ -85,11 +85,16 @@ func isLocalOrigin(origin string) bool {
 	return isLocalName(u.Hostname())
 }
 
-// clientAddr puts the client's IP address into the request context for the
-// per-address login back-off. X-Forwarded-For is believed only from a
-// trusted proxy, and then its right-most address that is not itself a
-// trusted proxy is the client (the left part can be forged by anyone).
-func clientAddr(trusted []netip.Prefix, next http.Handler) http.Handler {
+// withClientAddr puts the client's address key into the request context
+// for the per-address limits: its IP address, an IPv6 one by its first
+// v6Bits bits (guard.AddressKey; 0: 64). X-Forwarded-For is believed only
+// from a trusted proxy, and then its right-most address that is not
+// itself a trusted proxy is the client (the left part can be forged by
+// anyone).
+func withClientAddr(trusted []netip.Prefix, v6Bits int, next http.Handler) http.Handler {
+	if v6Bits == 0 {
+		v6Bits = 64
+	}
 	isTrusted := func(a netip.Addr) bool {
 		for _, p := range trusted {
 			if p.Contains(a) {
@@ -114,7 +119,7 @@ func clientAddr(trusted []netip.Prefix, next http.Handler) http.Handler {
 			}
 		}
 		if addr.IsValid() {
-			r = r.WithContext(guard.WithClientAddr(r.Context(), addr.String()))
+			r = r.WithContext(guard.WithClientAddr(r.Context(), guard.AddressKey(addr, v6Bits)))
 		}
 		next.ServeHTTP(w, r)
 	})

@@ -82,10 +82,17 @@ func TestClientAddr(t *testing.T) {
 		{"chain of trusted proxies", "127.0.0.1:5000", []string{"198.51.100.1, 10.1.2.3", "10.9.9.9"}, "198.51.100.1"},
 		{"garbage stops the walk", "127.0.0.1:5000", []string{"198.51.100.1, not-an-ip"}, "127.0.0.1"},
 		{"ipv6 mapped", "[::ffff:192.0.2.8]:1", nil, "192.0.2.8"},
+		// An IPv6 client counts by its /64: one host may take any address
+		// in it.
+		{"ipv6 by its /64", "[2001:db8:1:2::a]:1", nil, "2001:db8:1:2::/64"},
+		{"another address of that /64", "[2001:db8:1:2:ffff:1:2:3]:1", nil, "2001:db8:1:2::/64"},
+		{"the next /64", "[2001:db8:1:3::a]:1", nil, "2001:db8:1:3::/64"},
+		{"ipv6 through a proxy", "127.0.0.1:5000", []string{"2001:db8:9:9::1"}, "2001:db8:9:9::/64"},
+		{"ipv6 with a zone", "[fe80::1%eth0]:1", nil, "fe80::/64"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got string
-			h := clientAddr(trusted, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			h := withClientAddr(trusted, 64, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				got = guard.ClientAddr(r.Context())
 			}))
 			r := httptest.NewRequest(http.MethodPost, "/mcp", nil)

@@ -59,6 +59,9 @@ type Options struct {
 	AllowedHosts []string
 	// TrustedProxies may name the client in X-Forwarded-For.
 	TrustedProxies []netip.Prefix
+	// ClientIPv6Prefix is how many leading bits of an IPv6 client address
+	// the per-address limits count it by (CLIENT_IPV6_PREFIX; 0: 64).
+	ClientIPv6Prefix int
 	// REST, when set, is mounted at /v1/ behind the same checks as /mcp
 	// (in-flight limit shared with it, Host, Origin, body, client address,
 	// credential headers).
@@ -99,8 +102,12 @@ type Dependency struct {
 
 // Hosts is what the HTTP layer asks of the served mail hosts.
 type Hosts interface {
-	// Check says whether host may be used; its errors are mailerr errors.
+	// Check says whether host may be used; its errors are mailerr errors,
+	// one sentence for every refusal.
 	Check(ctx context.Context, host string) error
+	// Canonical is host as every per-account key names it ("" for the
+	// gateway's own, however it is spelt).
+	Canonical(host string) string
 }
 
 // New returns the gateway's HTTP handler, with mcp (mcp-go's streamable
@@ -117,12 +124,15 @@ func New(opts Options, mcp http.Handler) http.Handler {
 	}
 	api := http.NewServeMux()
 	base := func(next http.Handler) http.Handler { return withBase(opts.PublicURL, opts.TrustedProxies, next) }
-	api.Handle("/mcp", mcpOnly(clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, false, withCredentials(opts.Hosts, withAgent(false, withElicitSession(opts.Approvals, mcp))))))))
+	clientAddr := func(next http.Handler) http.Handler {
+		return withClientAddr(opts.TrustedProxies, opts.ClientIPv6Prefix, next)
+	}
+	api.Handle("/mcp", mcpOnly(clientAddr(base(withBearer(opts.OAuth, false, withCredentials(opts.Hosts, withAgent(false, withElicitSession(opts.Approvals, mcp))))))))
 	if opts.REST != nil {
-		api.Handle("/v1/", clientAddr(opts.TrustedProxies, base(withBearer(opts.OAuth, true, withCredentials(opts.Hosts, withAgent(true, opts.REST))))))
+		api.Handle("/v1/", clientAddr(base(withBearer(opts.OAuth, true, withCredentials(opts.Hosts, withAgent(true, opts.REST))))))
 	}
 	if opts.Attachments != nil {
-		api.Handle(download.Prefix, clientAddr(opts.TrustedProxies, opts.Attachments))
+		api.Handle(download.Prefix, clientAddr(opts.Attachments))
 	}
 	body := readBody(opts.MaxRequestBytes, budget, opts.BodyReadTimeout, api)
 	guarded := limitInflight(opts.MaxInflightRequests, hosts.wrap(origins.wrap(body)))
@@ -134,10 +144,10 @@ func New(opts Options, mcp http.Handler) http.Handler {
 		mux.Handle(download.Prefix, guarded)
 	}
 	if opts.Approval != nil {
-		mux.Handle(approval.Prefix, limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(opts.TrustedProxies, http.MaxBytesHandler(opts.Approval, 16<<10)))))
+		mux.Handle(approval.Prefix, limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(http.MaxBytesHandler(opts.Approval, 16<<10)))))
 	}
 	if opts.OAuth != nil {
-		signIn := limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(opts.TrustedProxies, http.MaxBytesHandler(opts.OAuth, 64<<10))))
+		signIn := limitInflight(opts.MaxInflightRequests, hosts.wrap(clientAddr(http.MaxBytesHandler(opts.OAuth, 64<<10))))
 		for _, p := range []string{"/.well-known/", "/authorize", "/authorize/callback", "/token", "/register"} {
 			mux.Handle(p, signIn)
 		}
@@ -207,11 +217,12 @@ func withCredentials(mailHosts Hosts, next http.Handler) http.Handler {
 	const headerOAuthToken = "X-Imap-Oauth-Token"
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pass := strings.TrimSpace(r.Header.Get(HeaderUser)), r.Header.Get(HeaderPass)
-		host := strings.ToLower(strings.TrimSpace(r.Header.Get(HeaderHost)))
+		host := strings.TrimSpace(r.Header.Get(HeaderHost))
 		if host != "" {
 			// The host a login is for: allowed, and resolving to a
 			// public address unless the operator allows otherwise,
-			// before anything is dialled.
+			// before anything is dialled. Every refusal is one status
+			// and one sentence: it must not tell which names exist.
 			switch {
 			case user == "":
 				httpError(w, http.StatusBadRequest, "x-imap-host goes with x-imap-user and x-imap-pass (or x-imap-oauth-token); a token or a sign-in carries its own host")
@@ -221,13 +232,10 @@ func withCredentials(mailHosts Hosts, next http.Handler) http.Handler {
 				return
 			}
 			if err := mailHosts.Check(r.Context(), host); err != nil {
-				status := http.StatusForbidden
-				if mailerr.KindOf(err) == mailerr.Unavailable {
-					status = http.StatusBadGateway
-				}
-				httpError(w, status, mailerr.Message(err))
+				httpError(w, http.StatusForbidden, mailerr.Message(err))
 				return
 			}
+			host = mailHosts.Canonical(host)
 		}
 		token := strings.TrimSpace(r.Header.Get(HeaderToken))
 		oauth := strings.TrimSpace(r.Header.Get(headerOAuthToken))

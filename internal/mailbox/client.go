@@ -10,9 +10,10 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
@@ -24,10 +25,12 @@ type Client struct {
 	cfg  Config
 	pool *pool.Pool[*Conn]
 	log  *slog.Logger
-	// def is the configured host; hosts are the others reached so far
-	// (Config.Route), by name.
+	// def is the configured host; hosts are the others logged in to
+	// (Config.Route), by canonical name: a host is learned only after a
+	// login there succeeded, and at most maxHosts are kept (the least
+	// recently used go), so names nobody can log in at cost nothing.
 	def   *hostState
-	hosts sync.Map // lower-case host name -> *hostState
+	hosts *lru.Cache[string, *hostState]
 	// recordsPruned is when old claim records were last removed (UnixNano).
 	recordsPruned atomic.Int64
 }
@@ -38,7 +41,8 @@ func New(cfg Config, pc pool.Config, log *slog.Logger) *Client {
 		cfg.Timeout = 30 * time.Second
 	}
 	log = log.With("component", "mailbox")
-	c := &Client{cfg: cfg, log: log, def: &hostState{}}
+	hosts, _ := lru.New[string, *hostState](maxHosts) // fails only for a size below 1
+	c := &Client{cfg: cfg, log: log, def: &hostState{}, hosts: hosts}
 	c.pool = pool.New(pc, c.check, log,
 		pool.WithGracefulClose(func(ctx context.Context, conn *Conn) { conn.Logout(ctx) }),
 		pool.WithRefused[*Conn](refusedLogin))
@@ -104,10 +108,13 @@ func (c *Client) doOpen(ctx context.Context, creds credentials.Credentials, o *o
 func (c *Client) run(ctx context.Context, creds credentials.Credentials, o *opening, step string, readOnly bool, op func(context.Context, *Conn) error) error {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
-	cfg, err := c.hostConfig(creds)
+	cfg, host, err := c.route(creds)
 	if err != nil {
 		return err
 	}
+	// The host as Route names it ("" the default, however it was spelt):
+	// one account, one pool group, one login back-off.
+	creds.Host = host
 	// Connections are reused only for exactly these credentials at this
 	// host, and counted against MaxPerGroup per account (host and name,
 	// however the name is spelt).
@@ -129,6 +136,9 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, o *open
 		if conn.closed() {
 			lease.Discard()
 			continue
+		}
+		if host != "" {
+			c.hosts.ContainsOrAdd(host, cfg.state) // logged in there: worth remembering
 		}
 		conn.srv = conn.host.server()
 		err = bridge(ctx, conn, step, func() error {
@@ -215,24 +225,44 @@ func (h *hostState) server() *Server {
 	return h.srv.Load()
 }
 
-// hostConfig is the Config for creds' connections: the configured host, or
-// the one Route names for creds.Host, with the state learned about it.
+// maxHosts bounds the hosts other than its own a Client remembers what it
+// learned about (a variable for tests).
+var maxHosts = 10_000
+
+// hostConfig is the Config for creds' connections (route).
 func (c *Client) hostConfig(creds credentials.Credentials) (Config, error) {
+	cfg, _, err := c.route(creds)
+	return cfg, err
+}
+
+// route is the Config for creds' connections, and the canonical name of
+// their host: the configured host (""), or the one Route names for
+// creds.Host (its name as Route gives it), with the state learned about
+// it, or a fresh state that run keeps once a login there succeeds.
+func (c *Client) route(creds credentials.Credentials) (Config, string, error) {
 	cfg := c.cfg
 	name := strings.ToLower(strings.TrimSpace(creds.Host))
 	if name == "" || name == strings.ToLower(c.cfg.Host) {
 		cfg.state = c.def
-		return cfg, nil
+		return cfg, "", nil
 	}
 	if c.cfg.Route == nil {
-		return cfg, mailerr.Newf(mailerr.Forbidden, "this gateway serves only the mail host %s", c.cfg.Host)
+		return cfg, "", mailerr.Newf(mailerr.Forbidden, "this gateway serves only the mail host %s", c.cfg.Host)
 	}
-	ep, err := c.cfg.Route(name)
+	ep, err := c.cfg.Route(name, creds.Provider)
 	if err != nil {
-		return cfg, err
+		return cfg, "", err
+	}
+	if strings.EqualFold(ep.Host, c.cfg.Host) && ep.Port == c.cfg.Port {
+		cfg.state = c.def // the configured host, spelt another way
+		return cfg, "", nil
 	}
 	cfg.Host, cfg.Port, cfg.Security, cfg.TLS, cfg.publicOnly = ep.Host, ep.Port, ep.Security, ep.TLS, ep.PublicOnly
-	st, _ := c.hosts.LoadOrStore(name, &hostState{})
-	cfg.state = st.(*hostState)
-	return cfg, nil
+	host := strings.ToLower(ep.Host)
+	if st, ok := c.hosts.Get(host); ok {
+		cfg.state = st
+	} else {
+		cfg.state = &hostState{}
+	}
+	return cfg, host, nil
 }

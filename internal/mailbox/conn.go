@@ -50,10 +50,10 @@ type Config struct {
 	// Observer, when set, is told how dials and logins end (metrics).
 	Observer transport.Observer
 	// Route, when set, says where a credential's mail host is (its Host,
-	// when not ""): the hosts of sign-in providers and those MAIL_HOSTS
-	// allows. Its errors are mailerr errors. Without it only the host
-	// above is served.
-	Route func(host string) (transport.Endpoint, error)
+	// when not "", for a login of its Provider): the hosts of sign-in
+	// providers and those MAIL_HOSTS allows. Its errors are mailerr
+	// errors. Without it only the host above is served.
+	Route func(host, provider string) (transport.Endpoint, error)
 
 	// For one host's connections (Client.hostConfig): dial only public
 	// addresses, and the state of what is learned about the host.

@@ -28,6 +28,9 @@ func Resolver(t testing.TB, zone map[string][]netip.Addr) *net.Resolver {
 type Zone struct {
 	Addrs map[string][]netip.Addr
 	SRV   map[string][]net.SRV
+	// Asked, when set, is told every name asked (lower case, no final
+	// dot), answered or not: what the code under test looked up.
+	Asked func(name string)
 }
 
 // ZoneResolver is Resolver with SRV records too.
@@ -57,6 +60,9 @@ func serveDNS(c net.Conn, zone Zone) {
 		}
 		qn := q.Questions[0]
 		name := strings.TrimSuffix(strings.ToLower(qn.Name.String()), ".")
+		if zone.Asked != nil {
+			zone.Asked(name)
+		}
 		addrs, known := zone.Addrs[name]
 		srvs, knownSRV := zone.SRV[name]
 		ans := dnsmessage.Message{Header: dnsmessage.Header{ID: q.ID, Response: true, Authoritative: true}, Questions: q.Questions}

@@ -77,7 +77,16 @@ func (s *Server) authorizeRequest(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	state := q.Get("state")
-	fail := func(code, desc string) { s.redirectError(w, r, redirect, state, code, desc) }
+	// Nothing has been shown yet: the error goes back only to a client
+	// known to be at that address (RFC 9700 §4.11: else this page would
+	// be an open redirector for anyone who registers a client).
+	fail := func(code, desc string) {
+		if errorsToClient(c, redirect) {
+			s.redirectError(w, r, redirect, state, code, desc)
+			return
+		}
+		s.errorPage(w, http.StatusBadRequest, "The app's sign-in request cannot be used ("+code+": "+desc+"). Nothing was sent back to it: tell the app's makers.")
+	}
 	switch {
 	case q.Get("response_type") != "code":
 		fail("unsupported_response_type", "only response_type=code is supported")
@@ -156,7 +165,7 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 	creds.Scope = req.scope()
 	creds.Scope.NoSend = creds.Scope.NoSend || !s.canSend("")
 	if s.cfg.Hosts != nil && s.cfg.Hosts.Patterns() {
-		host := strings.ToLower(strings.TrimSpace(r.PostForm.Get("host")))
+		host := strings.TrimSpace(r.PostForm.Get("host"))
 		if host == "" {
 			host = s.cfg.Hosts.Suggest(r.Context(), user)
 		}
@@ -166,7 +175,7 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 		}
-		creds.Host = host
+		creds.Host = s.cfg.Hosts.Canonical(host)
 	}
 	if msg := s.checkLogin(r, creds); msg != "" {
 		s.signInPage(w, http.StatusOK, req, form, user, msg)
@@ -234,6 +243,15 @@ func (s *Server) openRequest(form string) (request, error) {
 		return request{}, errors.New("This sign-in page has expired. Go back to your app and start the sign-in again.")
 	}
 	return q, nil
+}
+
+// errorsToClient says whether an error found before the person acted may
+// go to redirect: a loopback address (the app is on the person's own
+// machine), or a client whose metadata document came from its own https
+// URL. Any other registration names an address nobody vouches for.
+func errorsToClient(c client, redirect string) bool {
+	u, err := url.Parse(redirect)
+	return c.Fetched || err == nil && u.Scheme == "http" && isLoopback(u.Hostname())
 }
 
 // redirectAllowed reports whether uri is one the client registered. For a

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -22,6 +21,10 @@ import (
 type client struct {
 	Name         string   `json:"n"`
 	RedirectURIs []string `json:"r"`
+	// Fetched: its metadata document came from its own https client_id
+	// URL, so whoever runs that URL named these redirect URIs (never
+	// sealed: only a fetch sets it).
+	Fetched bool `json:"-"`
 }
 
 const (
@@ -40,11 +43,15 @@ type registration struct {
 	AuthMethod   string   `json:"token_endpoint_auth_method"`
 }
 
-// validRedirectURI accepts https URIs, http ones on a loopback address for
-// native clients (RFC 8252 §7.3), and private-use schemes of native apps
-// (RFC 8252 §7.1: cursor://…, com.example.app:/cb); no fragment, no user
-// info, and never a scheme a browser or the system handles itself
-// (javascript:, data:, file: and the like).
+// validRedirectURI is an allow-list (RFC 9700 §4.1.1, RFC 8252 §7):
+// https URIs; http ones on a loopback address, for native clients that
+// listen on a free port (RFC 8252 §7.3); and a native app's private-use
+// scheme (RFC 8252 §7.1) when it is a reverse domain name
+// (com.example.app:/callback) or one of knownClientSchemes. No fragment,
+// no user info. Anything else, in particular the schemes an operating
+// system hands to programs that act on the URI (search-ms:, ms-msdt:,
+// ms-officecmd:, smb:, vscode:, javascript:, file: ...), is refused: a
+// code sent there leaves the app's hands, or does something.
 func validRedirectURI(raw string) bool {
 	if len(raw) > maxRedirectURILen {
 		return false
@@ -53,41 +60,46 @@ func validRedirectURI(raw string) bool {
 	if err != nil || u.Fragment != "" || u.User != nil || !u.IsAbs() {
 		return false
 	}
-	if privateUseScheme(u.Scheme) {
+	switch {
+	case u.Scheme == "https":
+		return u.Host != ""
+	case u.Scheme == "http":
+		return isLoopback(u.Hostname())
+	case knownClientSchemes[u.Scheme] || reverseDomainScheme(u.Scheme):
 		return u.Opaque == "" || strings.HasPrefix(u.Opaque, "/")
-	}
-	if u.Host == "" {
-		return false
-	}
-	switch u.Scheme {
-	case "https":
-		return true
-	case "http":
-		h := u.Hostname()
-		if h == "localhost" {
-			return true
-		}
-		a, err := netip.ParseAddr(h)
-		return err == nil && a.IsLoopback()
 	}
 	return false
 }
 
-// refusedSchemes are schemes a browser, the system or another program
-// handles: a code sent there would run script, open a file or leave the
-// app's hands. Lower case (url.Parse lowers the scheme).
-var refusedSchemes = map[string]bool{
-	"javascript": true, "vbscript": true, "data": true, "file": true, "about": true, "blob": true,
-	"filesystem": true, "view-source": true, "ftp": true, "ws": true, "wss": true, "jar": true,
-	"mailto": true, "tel": true, "sms": true, "intent": true, "chrome": true, "chrome-extension": true,
-	"moz-extension": true, "resource": true, "ms-settings": true, "shell": true, "urn": true,
-}
+// knownClientSchemes are private-use schemes of MCP clients in use that
+// are not reverse domain names, allowed by name (docs/clients.md): Cursor
+// signs in through cursor://anysphere.cursor-retrieval/.... Lower case
+// (url.Parse lowers the scheme).
+var knownClientSchemes = map[string]bool{"cursor": true}
 
-// privateUseScheme reports whether scheme is one a native app may claim
-// for its redirects: not http(s), not one refused above, at least two
-// characters (one letter is a Windows drive).
-func privateUseScheme(scheme string) bool {
-	return len(scheme) >= 2 && scheme != "http" && scheme != "https" && !refusedSchemes[scheme]
+// reverseDomainScheme reports whether scheme is a domain name in reverse
+// order, as RFC 8252 §7.1 asks of private-use schemes: at least two
+// labels of letters, digits and inner hyphens, the first (a top-level
+// domain) of letters only. x-apple.systempreferences is not one.
+func reverseDomainScheme(scheme string) bool {
+	labels := strings.Split(scheme, ".")
+	if len(labels) < 2 {
+		return false
+	}
+	for i, l := range labels {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for j := 0; j < len(l); j++ {
+			switch c := l[j]; {
+			case 'a' <= c && c <= 'z':
+			case ('0' <= c && c <= '9' || c == '-') && i > 0:
+			default:
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // checkClient validates a registration's name and redirect URIs.
@@ -97,7 +109,7 @@ func checkClient(reg registration) (client, error) {
 	}
 	for _, u := range reg.RedirectURIs {
 		if !validRedirectURI(u) {
-			return client{}, errors.New("each redirect URI must be https, http on a loopback address (127.0.0.1, [::1], localhost), or a native app's own scheme (such as cursor://callback), without a fragment; javascript:, data:, file: and the like are refused")
+			return client{}, errors.New("each redirect URI must be https, http on a loopback address (127.0.0.1, [::1], localhost), or a native app's own scheme named as a reverse domain name (com.example.app:/callback; cursor: too), without a fragment or user info; other schemes are refused")
 		}
 	}
 	name := strings.TrimSpace(reg.ClientName)
@@ -163,6 +175,10 @@ func (s *Server) lookupClient(ctx context.Context, id string) (client, error) {
 		if err := json.Unmarshal(plain, &c); err != nil {
 			return client{}, errors.New("this client_id cannot be read: register the client again")
 		}
+		// Registered under older rules, perhaps: the rules of today apply.
+		if _, err := checkClient(registration{ClientName: c.Name, RedirectURIs: c.RedirectURIs}); err != nil {
+			return client{}, errors.New("this client was registered with a redirect URI this server no longer accepts: register the client again")
+		}
 		return c, nil
 	}
 	if strings.HasPrefix(id, "https://") {
@@ -214,6 +230,7 @@ func (s *Server) fetchClient(ctx context.Context, id string) (client, error) {
 	if err != nil {
 		return client{}, fmt.Errorf("the client metadata document: %v", err)
 	}
+	c.Fetched = true
 	s.clients.put(id, c, s.now())
 	return c, nil
 }

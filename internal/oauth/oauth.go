@@ -92,6 +92,9 @@ type Hosts interface {
 	Suggest(ctx context.Context, address string) string
 	// Patterns says whether hosts other than the default may be named.
 	Patterns() bool
+	// Canonical is host as every per-account key names it ("" for the
+	// gateway's own, however it is spelt).
+	Canonical(host string) string
 }
 
 // Defaults of Config's bounds.

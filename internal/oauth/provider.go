@@ -180,12 +180,20 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusBadRequest, "This gateway no longer signs in with that provider.")
 		return
 	}
+	// The answer must come from this provider (RFC 9207), the error
+	// answers too.
+	if err := p.CheckResponseIssuer(r.Context(), q.Get("iss")); err != nil {
+		s.log.WarnContext(r.Context(), "provider sign-in refused", "provider", st.Provider, "err", err)
+		s.errorPage(w, http.StatusBadGateway, p.Config().DisplayName+" did not complete the sign-in. Go back to your app and try again.")
+		return
+	}
 	if e := q.Get("error"); e != "" {
 		if st.Return != "" {
 			s.errorPage(w, http.StatusForbidden, "The sign-in at "+p.Config().DisplayName+" was not completed, so nothing can be shown or approved. Open the approval link again to retry.")
 			return
 		}
 		// The person said no at the provider (or it refused): tell the app.
+		s.ledger.once(st.Nonce, time.Unix(st.Exp, 0), s.now())
 		s.redirectError(w, r, req.RedirectURI, req.State, "access_denied", "the sign-in at "+p.Config().DisplayName+" was not completed")
 		return
 	}
@@ -194,7 +202,19 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusTooManyRequests, "Too many sign-in attempts from your network. Wait a minute and start again.")
 		return
 	}
-	toks, err := p.Exchange(r.Context(), s.callbackURL(), q.Get("code"), st.Verifier, st.Nonce)
+	// The state is used once: a provider that lets its code be exchanged
+	// again must not make this callback issue a second code.
+	if err := s.ledger.once(st.Nonce, time.Unix(st.Exp, 0), s.now()); err != nil {
+		var full *fullError
+		if errors.As(err, &full) {
+			retryAfter(w, full.RetryAfter)
+			s.errorPage(w, http.StatusServiceUnavailable, "This server is handling too many sign-ins just now. Wait a minute and start again.")
+			return
+		}
+		s.errorPage(w, http.StatusBadRequest, "This sign-in link has already been used. Go back to your app and start the sign-in again.")
+		return
+	}
+	toks, err := p.Exchange(r.Context(), s.callbackURL(), q.Get("code"), st.Verifier, st.Nonce, q.Get("iss"))
 	if err != nil {
 		s.log.WarnContext(r.Context(), "provider sign-in failed", "provider", st.Provider, "err", err)
 		msg := p.Config().DisplayName + " did not complete the sign-in. Go back to your app and try again."
@@ -210,7 +230,10 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	creds := credentials.NewOAuth(toks.Email, toks.Access)
-	creds.Host = p.Config().IMAP.Host
+	creds.Host, creds.Provider = p.Config().IMAP.Host, st.Provider
+	if s.cfg.Hosts != nil {
+		creds.Host = s.cfg.Hosts.Canonical(creds.Host)
+	}
 	if st.Return != "" {
 		// The provider said which mailbox this person is: that is all the
 		// other page needs (no code, no grant).
@@ -259,10 +282,9 @@ func (s *Server) refreshAtProvider(r *http.Request, g *credentials.Grant) error 
 	if err != nil {
 		return err
 	}
-	host := g.Creds.Host
-	scope := g.Creds.Scope
-	g.Creds = credentials.NewOAuth(g.Creds.User, toks.Access)
-	g.Creds.Host, g.Creds.Scope = host, scope
+	was := g.Creds
+	g.Creds = credentials.NewOAuth(was.User, toks.Access)
+	g.Creds.Host, g.Creds.Provider, g.Creds.Scope = was.Host, was.Provider, was.Scope
 	g.ProviderExpires = toks.Expiry
 	if toks.Refresh != "" {
 		g.ProviderRefresh = toks.Refresh

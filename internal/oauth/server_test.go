@@ -6,9 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
@@ -25,15 +23,18 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/egress"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/hosts"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
-// passwords is a Verifier that knows a few logins.
+// passwords is a Verifier that knows a few logins; it folds the user
+// name to lower case, as Dovecot does (%Lu).
 type passwords map[string]string
 
 func (p passwords) Verify(_ context.Context, c credentials.Credentials) error {
-	if p[c.User] == c.Password() {
+	if pw, ok := p[strings.ToLower(c.User)]; ok && pw == c.Password() {
 		return nil
 	}
 	return mailerr.New(mailerr.Auth, "wrong password")
@@ -97,21 +98,18 @@ var formValue = regexp.MustCompile(`name="form" value="([^"]+)"`)
 // and its PKCE verifier.
 func (ts *testServer) signIn(t *testing.T, user, pass, scope string) (code, verifier string) {
 	t.Helper()
+	return ts.signInAt(t, user, pass, scope, "")
+}
+
+// signInAt is signIn with the page's host field set to host.
+func (ts *testServer) signInAt(t *testing.T, user, pass, scope, host string) (code, verifier string) {
+	t.Helper()
 	verifier = strings.Repeat("v", 20) + fmt.Sprint(time.Now().UnixNano()) + strings.Repeat("w", 20)
 	sum := sha256.Sum256([]byte(verifier))
 	q := url.Values{"response_type": {"code"}, "client_id": {ts.id}, "redirect_uri": {redirect}, "scope": {scope},
 		"code_challenge": {base64.RawURLEncoding.EncodeToString(sum[:])}, "code_challenge_method": {"S256"}}
-	resp, err := ts.client.Get(ts.url + "/authorize?" + q.Encode())
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	m := formValue.FindSubmatch(body)
-	if m == nil {
-		t.Fatalf("no sign-in form: %d %s", resp.StatusCode, body)
-	}
-	resp, err = ts.client.PostForm(ts.url+"/authorize", url.Values{"form": {html.UnescapeString(string(m[1]))}, "username": {user}, "password": {pass}, "action": {"allow"}})
+	form := ts.openForm(t, ts.url+"/authorize?"+q.Encode())
+	resp, err := ts.client.PostForm(ts.url+"/authorize", url.Values{"form": {form}, "username": {user}, "password": {pass}, "action": {"allow"}, "host": {host}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,23 +330,7 @@ func TestAccessCredentialsExpire(t *testing.T) {
 // resolves to this machine, in each IPv6 spelling that carries IPv4 too,
 // is refused, and nothing reaches the listener behind it.
 func TestClientMetadataNeverReachesPrivate(t *testing.T) {
-	var hits atomic.Int32
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			hits.Add(1)
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port, hits := mailtest.CountingListener(t)
 	zone := map[string][]netip.Addr{}
 	for i, a := range []string{"127.0.0.1", "::ffff:127.0.0.1", "::127.0.0.1", "64:ff9b::7f00:1", "2002:7f00:1::1", "::1"} {
 		zone[fmt.Sprintf("client%d.test", i)] = []netip.Addr{netip.MustParseAddr(a)}
@@ -374,16 +356,29 @@ func TestClientMetadataNeverReachesPrivate(t *testing.T) {
 	}
 }
 
-// TestRedirectSchemes: native apps' own schemes are accepted for public
-// clients (RFC 8252 §7.1), the schemes browsers and systems handle are not.
+// TestRedirectSchemes: an allow-list (RFC 8252 §7.1, RFC 9700 §4.1): https,
+// http on a loopback address, and a native app's private-use scheme that
+// is a reverse domain name (com.example.app:/cb), plus the documented
+// known client schemes (cursor). Schemes the system hands to programs
+// that act on the URI (search-ms:, ms-msdt:, vscode: ...) are refused.
 func TestRedirectSchemes(t *testing.T) {
 	for uri, ok := range map[string]bool{
 		"cursor://anysphere.cursor-retrieval/oauth/callback":     true,
 		"com.example.app:/oauth2redirect":                        true,
-		"vscode://vscode.github-authentication/did-authenticate": true,
+		"com.example.app://callback":                             true,
+		"org.example.my-app.beta:/cb":                            true,
 		"https://app.example.com/cb":                             true,
 		"http://127.0.0.1:8080/cb":                               true,
+		"http://[::1]:8080/cb":                                   true,
+		"http://localhost:8080/cb":                               true,
 		"http://example.com/cb":                                  false,
+		"https:///cb":                                            false,
+		"vscode://vscode.github-authentication/did-authenticate": false,
+		"search-ms:query=x&crumb=location:%5C%5Cevil%5Cshare":    false,
+		"ms-msdt:/id PCWDiagnostic":                              false,
+		"ms-officecmd:{}":                                        false,
+		"smb://evil.example/share":                               false,
+		"x-apple.systempreferences:com.apple.preference":         false,
 		"javascript:alert(1)":                                    false,
 		"JavaScript://%0aalert(1)":                               false,
 		"data:text/html,x":                                       false,
@@ -393,11 +388,212 @@ func TestRedirectSchemes(t *testing.T) {
 		"cursor://x/cb#frag":                                     false,
 		"cursor://user@x/cb":                                     false,
 		"com.example.app:relative":                               false,
+		"com..app:/cb":                                           false,
+		"com.-x.app:/cb":                                         false,
+		"1com.example:/cb":                                       false,
 		"about:blank":                                            false,
 		"chrome-extension://abc/cb":                              false,
 	} {
 		if got := validRedirectURI(uri); got != ok {
 			t.Errorf("%s: %v, want %v", uri, got, ok)
 		}
+	}
+}
+
+// sealedCode is a code for user as the sign-in page makes it, for a
+// verifier (the tests that need many sign-ins skip the page).
+func (ts *testServer) sealedCode(t *testing.T, user, verifier string) string {
+	t.Helper()
+	g := credentials.Grant{ID: credentials.NewGrantID(), Creds: credentials.New(user, "pw"),
+		ClientID: ts.id, RedirectURI: redirect, Challenge: challengeOf(verifier), Audience: ts.resource, Expires: ts.now().Add(time.Minute)}
+	c, err := ts.cfg.Sealer.SealGrant(credentials.KindCode, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestEvictionEndsTheSignIn: when OAUTH_GRANTS_PER_ACCOUNT makes room for
+// a new sign-in, the sign-in it makes room from is ended: its refresh
+// tokens, the newest and a used one alike, are refused from then on (they
+// were accepted again as "unknown" before). The account's other sign-ins
+// and other accounts' are untouched. (A minute passes between sign-ins,
+// so that the codes, which count in the account's share, have expired.)
+func TestEvictionEndsTheSignIn(t *testing.T) {
+	var clock atomic.Int64
+	clock.Store(time.Now().Unix())
+	tick := func() { clock.Add(61) }
+	ts := startServer(t, Config{GrantsPerAccount: 4, Now: func() time.Time { return time.Unix(clock.Load(), 0) }}, "192.0.2.20")
+	code, v := ts.signIn(t, "alice@x.test", "pw-a", "mail.read")
+	first := ts.exchange(t, code, v)
+	tick()
+	firstNext := ts.refresh(t, first.RefreshToken) // first.RefreshToken is now a used one
+	bob := ts.exchange(t, ts.sealedCode(t, "bob@x.test", v), v)
+	if firstNext.Status != 200 || bob.Status != 200 {
+		t.Fatalf("setup: %+v %+v", firstNext, bob)
+	}
+	var later []answer
+	for range 4 { // four more sign-ins of alice: the third and fourth make room
+		tick()
+		c, v := ts.signIn(t, "ALICE@x.test", "pw-a", "mail.read") // another spelling, the same account
+		later = append(later, ts.exchange(t, c, v))
+	}
+	for name, rt := range map[string]string{"the used refresh token": first.RefreshToken, "the newest refresh token": firstNext.RefreshToken} {
+		if a := ts.refresh(t, rt); a.Status != 400 || a.Error != "invalid_grant" || !strings.Contains(a.Description, "ended") {
+			t.Errorf("%s of the sign-in that made room: %+v", name, a)
+		}
+	}
+	for i, a := range later[1:] { // the account keeps its 3 most recent (4, less room for a code)
+		if r := ts.refresh(t, a.RefreshToken); r.Status != 200 {
+			t.Errorf("alice's sign-in %d after the eviction: %+v", i+3, r)
+		}
+	}
+	if r := ts.refresh(t, bob.RefreshToken); r.Status != 200 {
+		t.Errorf("bob's sign-in: %+v", r)
+	}
+}
+
+// TestCodesCountPerAccount: the codes an account redeems count in its
+// OAUTH_GRANTS_PER_ACCOUNT with its sign-ins, so one account signing in
+// again and again cannot fill OAUTH_MAX_GRANTS: another account still
+// signs in, and the flooding one waits (503, Retry-After within the
+// minute a code is remembered).
+func TestCodesCountPerAccount(t *testing.T) {
+	ts := startServer(t, Config{MaxGrants: 100, GrantsPerAccount: 10}, "192.0.2.21")
+	v := strings.Repeat("v", 43)
+	refused := 0
+	for range 120 {
+		a := ts.exchange(t, ts.sealedCode(t, "mallory@x.test", v), v)
+		switch {
+		case a.Status == http.StatusServiceUnavailable && a.RetryAfter != "":
+			if n, _ := strconv.Atoi(a.RetryAfter); n < 1 || n > 60 {
+				t.Errorf("Retry-After %s, want within the code's minute", a.RetryAfter)
+			}
+			refused++
+		case a.Status != 200:
+			t.Fatalf("mallory: %+v", a)
+		}
+	}
+	if n := ts.ledger.size(); n > 10 {
+		t.Errorf("the ledger holds %d entries after one account's sign-ins, want at most its 10", n)
+	}
+	if refused == 0 {
+		t.Error("120 sign-ins of one account in a few seconds were all taken")
+	}
+	if b := ts.exchange(t, ts.sealedCode(t, "bob@x.test", v), v); b.Status != 200 {
+		t.Fatalf("bob after mallory's flood: %+v", b)
+	}
+}
+
+// register registers a client with these redirect URIs and returns its
+// client_id ("" when refused).
+func (ts *testServer) register(t *testing.T, uris ...string) string {
+	t.Helper()
+	b, _ := json.Marshal(map[string]any{"client_name": "x", "redirect_uris": uris})
+	resp, err := http.Post(ts.url+"/register", "application/json", strings.NewReader(string(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var reg struct {
+		ClientID string `json:"client_id"`
+	}
+	json.NewDecoder(resp.Body).Decode(&reg)
+	return reg.ClientID
+}
+
+// TestAuthorizeIsNoOpenRedirector (RFC 9700 §4.11): an error in the
+// request, before the person has done anything, is shown on the page,
+// not sent to a redirect URI anyone could have registered; only a
+// loopback redirect URI (the app on the person's own machine) or a client
+// whose metadata document came from its own https URL is sent the error.
+// Every answer that does go to the client carries iss (RFC 9207).
+func TestAuthorizeIsNoOpenRedirector(t *testing.T) {
+	ts := startServer(t, Config{}, "192.0.2.22")
+	evil := ts.register(t, "https://evil.example/landing")
+	native := ts.register(t, "com.example.app:/cb")
+	if evil == "" || native == "" {
+		t.Fatal("registration refused")
+	}
+	bad := map[string]func(url.Values){
+		"response_type=token":  func(q url.Values) { q.Set("response_type", "token") },
+		"no PKCE":              func(q url.Values) { q.Del("code_challenge") },
+		"an unknown scope":     func(q url.Values) { q.Set("scope", "mail.everything") },
+		"another resource":     func(q url.Values) { q.Set("resource", "https://elsewhere.example/mcp") },
+		"PKCE with plain only": func(q url.Values) { q.Set("code_challenge_method", "plain") },
+	}
+	for name, change := range bad {
+		for client, uri := range map[string]string{evil: "https://evil.example/landing", native: "com.example.app:/cb"} {
+			u := ts.authorizeURL(func(q url.Values) { q.Set("client_id", client); q.Set("redirect_uri", uri); change(q) })
+			status, loc, body := ts.get(t, u)
+			if status != http.StatusBadRequest || loc.String() != "" || !strings.Contains(body, "Nothing was sent back") {
+				t.Errorf("%s to %s: %d %s %.200s", name, uri, status, loc, body)
+			}
+		}
+		// A loopback app is told, with state and iss.
+		status, loc, _ := ts.get(t, ts.authorizeURL(change))
+		if status != http.StatusFound || loc.Query().Get("error") == "" || loc.Query().Get("state") != "client-state" || loc.Query().Get("iss") != ts.issuer {
+			t.Errorf("%s to the loopback app: %d %s", name, status, loc)
+		}
+	}
+}
+
+// TestAuthorizeErrorsToMetadataClients: a client whose metadata document
+// the gateway fetched from its https client_id URL is told of an error at
+// its redirect URI: the document proves who runs that URI.
+func TestAuthorizeErrorsToMetadataClients(t *testing.T) {
+	doc := httptest.NewTLSServer(nil)
+	defer doc.Close()
+	id := doc.URL + "/client.json"
+	doc.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		json.NewEncoder(w).Encode(map[string]any{"client_id": id, "client_name": "Doc app", "redirect_uris": []string{"https://app.example/cb"}})
+	})
+	ts := startServer(t, Config{HTTPClient: doc.Client()}, "192.0.2.23")
+	status, loc, body := ts.get(t, ts.authorizeURL(func(q url.Values) {
+		q.Set("client_id", id)
+		q.Set("redirect_uri", "https://app.example/cb")
+		q.Set("response_type", "token")
+	}))
+	if status != http.StatusFound || loc.Host != "app.example" || loc.Query().Get("error") != "unsupported_response_type" || loc.Query().Get("iss") != ts.issuer {
+		t.Fatalf("a metadata client's error: %d %s %.200s", status, loc, body)
+	}
+}
+
+// TestOldRegistrationsRechecked: a client registered before the allow-list
+// (its sealed client_id names a scheme now refused) is refused at
+// /authorize, before anything is shown or sent.
+func TestOldRegistrationsRechecked(t *testing.T) {
+	ts := startServer(t, Config{}, "192.0.2.24")
+	for _, uri := range []string{"ms-msdt:/id", "search-ms:query=x", "vscode://vscode.git/cb"} {
+		plain, _ := json.Marshal(client{Name: "old", RedirectURIs: []string{uri}})
+		id, err := ts.cfg.Sealer.SealOAuth(credentials.KindClient, plain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		status, loc, body := ts.get(t, ts.authorizeURL(func(q url.Values) { q.Set("client_id", id); q.Set("redirect_uri", uri) }))
+		if status != http.StatusBadRequest || loc.String() != "" || strings.Contains(body, `name="form"`) {
+			t.Errorf("%s: %d %s %.200s", uri, status, loc, body)
+		}
+	}
+}
+
+// TestOneAccountWhateverTheHostSpelling: a password sign-in that names the
+// gateway's own host on the page's host field (127.0.0.1 = IMAP_HOST) is
+// the same account as one that names none: one share of
+// OAUTH_GRANTS_PER_ACCOUNT, not one per spelling.
+func TestOneAccountWhateverTheHostSpelling(t *testing.T) {
+	h := hosts.New(hosts.Config{Default: hosts.Server{IMAP: transport.Endpoint{Host: "127.0.0.1", Port: 993}},
+		Patterns: []hosts.Pattern{{Name: "*.customers.test"}}})
+	ts := startServer(t, Config{Hosts: h}, "192.0.2.25")
+	for _, host := range []string{"", "127.0.0.1", " 127.0.0.1 ", ""} {
+		code, v := ts.signInAt(t, "alice@x.test", "pw-a", "mail.read", host)
+		if a := ts.exchange(t, code, v); a.Status != 200 {
+			t.Fatalf("host %q: %+v", host, a)
+		}
+	}
+	ts.ledger.mu.Lock()
+	defer ts.ledger.mu.Unlock()
+	if n := len(ts.ledger.accounts); n != 1 {
+		t.Fatalf("one person's sign-ins at the gateway's own host are %d accounts, want 1", n)
 	}
 }

@@ -147,7 +147,7 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	now := s.now()
-	err = s.ledger.refresh(next.Family, g.Gen, g.Creds.AccountKey(), now.Add(s.cfg.RefreshTTL), now)
+	err = s.ledger.refresh(next.Family, g.Gen, g.Ledger, g.Creds.AccountKey(), now.Add(s.cfg.RefreshTTL), now)
 	if errors.Is(err, errReused) {
 		s.log.WarnContext(r.Context(), "refresh token reused: sign-in revoked")
 	}
@@ -238,7 +238,7 @@ func (s *Server) issue(w http.ResponseWriter, g credentials.Grant) {
 	}
 	refresh, err := s.cfg.Sealer.SealGrant(credentials.KindRefresh, credentials.Grant{
 		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: now.Add(s.cfg.RefreshTTL),
-		Family: g.Family, Gen: g.Gen, Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires})
+		Family: g.Family, Gen: g.Gen, Ledger: s.ledger.id, Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires})
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "the token could not be made")
 		return

@@ -174,8 +174,15 @@ func (p *Provider) AuthURL(ctx context.Context, redirectURI, state, verifier, no
 
 // Exchange trades code for tokens, checks the ID token (signature,
 // audience, expiry, nonce; the tenant's issuer for a multi-tenant
-// provider) and takes the mailbox address from it, or from userinfo.
-func (p *Provider) Exchange(ctx context.Context, redirectURI, code, verifier, nonce string) (*Tokens, error) {
+// provider) and takes the mailbox address from it, or from userinfo when
+// userinfo names the same subject. iss is the authorization response's
+// iss parameter (RFC 9207, "" when it had none): checked by
+// CheckResponseIssuer, and for a multi-tenant provider it must be the ID
+// token's own issuer.
+func (p *Provider) Exchange(ctx context.Context, redirectURI, code, verifier, nonce, iss string) (*Tokens, error) {
+	if err := p.CheckResponseIssuer(ctx, iss); err != nil {
+		return nil, err
+	}
 	op, idv, err := p.discover(ctx)
 	if err != nil {
 		return nil, err
@@ -201,15 +208,22 @@ func (p *Provider) Exchange(ctx context.Context, redirectURI, code, verifier, no
 			TID string `json:"tid"`
 		}
 		id.Claims(&c)
-		base := strings.TrimSuffix(strings.TrimSuffix(p.cfg.Issuer, "/v2.0"), "/")
-		base = base[:strings.LastIndex(base, "/")]
-		if c.TID == "" || id.Issuer != base+"/"+c.TID+"/v2.0" {
+		if c.TID == "" || id.Issuer != p.tenantBase()+"/"+c.TID+"/v2.0" {
 			return nil, errors.New("the provider's ID token names an issuer that is not its tenant's")
+		}
+		if iss != "" && iss != id.Issuer {
+			return nil, errors.New("the provider's answer names another issuer (iss) than its ID token")
 		}
 	}
 	email := p.email(id.Claims)
 	if email == "" && op.UserInfoEndpoint() != "" {
-		if info, err := op.UserInfo(ctx, oauth2.StaticTokenSource(tok)); err == nil {
+		info, err := op.UserInfo(ctx, oauth2.StaticTokenSource(tok))
+		switch {
+		case err != nil:
+		case info.Subject != id.Subject:
+			// OIDC Core 5.3.4: userinfo of another subject must not be used.
+			return nil, errors.New("the provider's userinfo answer is for another subject (sub) than its ID token")
+		default:
 			email = p.email(info.Claims)
 		}
 	}
@@ -219,14 +233,55 @@ func (p *Provider) Exchange(ctx context.Context, redirectURI, code, verifier, no
 	return &Tokens{Access: tok.AccessToken, Refresh: tok.RefreshToken, Expiry: tok.Expiry, Email: email}, nil
 }
 
-// email is the first of the configured claims that holds an address; an
-// email claim marked unverified does not count.
+// CheckResponseIssuer checks the iss parameter of an authorization
+// response, success or error (RFC 9207, the defence against mix-up):
+// when present it must be this provider's issuer (for a multi-tenant
+// provider, one of its tenants': Exchange then compares it with the ID
+// token's), and it must be present when the provider's discovery says it
+// sends it (authorization_response_iss_parameter_supported).
+func (p *Provider) CheckResponseIssuer(ctx context.Context, iss string) error {
+	op, _, err := p.discover(ctx)
+	if err != nil {
+		return err
+	}
+	var doc struct {
+		Issuer   string `json:"issuer"`
+		SendsISS bool   `json:"authorization_response_iss_parameter_supported"`
+	}
+	op.Claims(&doc)
+	switch {
+	case iss == "" && doc.SendsISS:
+		return errors.New("the provider's answer has no iss, which its discovery document says it sends (RFC 9207)")
+	case iss == "":
+		return nil
+	case p.cfg.MultiTenant:
+		tenant, ok := strings.CutPrefix(iss, p.tenantBase()+"/")
+		if tenant, ok = strings.CutSuffix(tenant, "/v2.0"); ok && tenant != "" && !strings.Contains(tenant, "/") {
+			return nil
+		}
+	case iss == doc.Issuer:
+		return nil
+	}
+	return errors.New("the provider's answer names another issuer (iss) than this provider's: it may come from another provider (mix-up)")
+}
+
+// tenantBase is a multi-tenant issuer without its tenant and version:
+// https://login.microsoftonline.com for .../common/v2.0.
+func (p *Provider) tenantBase() string {
+	base := strings.TrimSuffix(strings.TrimSuffix(p.cfg.Issuer, "/v2.0"), "/")
+	return base[:strings.LastIndex(base, "/")]
+}
+
+// email is the first of the configured claims that holds an address. An
+// email claim counts only when email_verified is absent (Microsoft sends
+// none) or says true: the boolean, or the string "true" some providers
+// send; "false", 0, null or anything else is unverified (OIDC Core 5.1).
 func (p *Provider) email(claims func(any) error) string {
 	var all map[string]any
 	if claims(&all) != nil {
 		return ""
 	}
-	if v, ok := all["email_verified"].(bool); ok && !v {
+	if v, ok := all["email_verified"]; ok && !verified(v) {
 		delete(all, "email")
 	}
 	for _, name := range p.cfg.EmailClaims {
@@ -235,6 +290,16 @@ func (p *Provider) email(claims func(any) error) string {
 		}
 	}
 	return ""
+}
+
+func verified(v any) bool {
+	switch v := v.(type) {
+	case bool:
+		return v
+	case string:
+		return strings.EqualFold(v, "true")
+	}
+	return false
 }
 
 // Refresh renews the provider's access token; a provider that rotates

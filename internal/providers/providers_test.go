@@ -2,86 +2,25 @@ package providers
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
-	"encoding/json"
 	"errors"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/go-jose/go-jose/v4"
-	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
 
-// op is a small OpenID provider for the unit tests (the real one, Hydra,
-// is in the integration tests): discovery, keys, a token endpoint that
-// answers one code and refresh tokens, and the claims it signs.
-type op struct {
-	*httptest.Server
-	key      *rsa.PrivateKey
-	issuer   string // what the ID token says (a tenant's, for multi-tenant)
-	claims   map[string]any
-	nonce    string
-	rotate   bool
-	refused  bool // refresh tokens refused (revoked)
-	lastForm url.Values
-}
-
+// newOP is a provider for the tests (mailtest.OIDC), its ID tokens for
+// the nonce "n" unless a test says otherwise; it takes any code, as often
+// as it is sent.
 func newOP(t *testing.T) *op {
-	t.Helper()
-	key, _ := rsa.GenerateKey(rand.Reader, 2048)
-	o := &op{key: key}
-	mux := http.NewServeMux()
-	o.Server = httptest.NewServer(mux)
-	t.Cleanup(o.Close)
-	o.issuer = o.URL
-	mux.HandleFunc("/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/auth",
-			"token_endpoint": o.URL + "/token", "jwks_uri": o.URL + "/keys", "userinfo_endpoint": o.URL + "/userinfo",
-			"id_token_signing_alg_values_supported": []string{"RS256"}})
-	})
-	// As Microsoft's common endpoint: the issuer is a template.
-	mux.HandleFunc("/common/v2.0/.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{"issuer": o.URL + "/{tenantid}/v2.0", "authorization_endpoint": o.URL + "/auth",
-			"token_endpoint": o.URL + "/token", "jwks_uri": o.URL + "/keys", "id_token_signing_alg_values_supported": []string{"RS256"}})
-	})
-	mux.HandleFunc("/keys", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &o.key.PublicKey, KeyID: "k", Algorithm: "RS256", Use: "sig"}}})
-	})
-	mux.HandleFunc("/userinfo", func(w http.ResponseWriter, r *http.Request) {
-		json.NewEncoder(w).Encode(map[string]any{"sub": "s", "email": "info@x.test"})
-	})
-	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
-		r.ParseForm()
-		o.lastForm = r.PostForm
-		w.Header().Set("Content-Type", "application/json")
-		if r.PostForm.Get("grant_type") == "refresh_token" {
-			if o.refused {
-				w.WriteHeader(http.StatusBadRequest)
-				json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant", "error_description": "revoked"})
-				return
-			}
-			ans := map[string]any{"access_token": "at2", "token_type": "Bearer", "expires_in": 3600}
-			if o.rotate {
-				ans["refresh_token"] = "rt2"
-			}
-			json.NewEncoder(w).Encode(ans)
-			return
-		}
-		claims := map[string]any{"iss": o.issuer, "sub": "s", "aud": "client", "exp": time.Now().Add(time.Hour).Unix(), "iat": time.Now().Unix(), "nonce": o.nonce}
-		for k, v := range o.claims {
-			claims[k] = v
-		}
-		signer, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: o.key}, (&jose.SignerOptions{}).WithHeader("kid", "k"))
-		idt, _ := jwt.Signed(signer).Claims(claims).Serialize()
-		json.NewEncoder(w).Encode(map[string]any{"access_token": "at1", "refresh_token": "rt1", "token_type": "Bearer", "expires_in": 600, "id_token": idt})
-	})
+	o := &op{mailtest.StartOIDC(t)}
+	o.Nonce, o.ReuseCodes = "n", true
 	return o
 }
+
+type op struct{ *mailtest.OIDC }
 
 func (o *op) provider(mod func(*Config)) *Provider {
 	cfg := Config{Name: "test", Issuer: o.URL, ClientID: "client", ClientSecret: "secret", Scopes: []string{"openid", "email", "mail"},
@@ -114,26 +53,40 @@ func TestAuthURL(t *testing.T) {
 
 func TestExchange(t *testing.T) {
 	ctx := context.Background()
+	noInfo := map[string]any{} // userinfo names the subject and nothing else
 	for _, tc := range []struct {
 		name   string
 		claims map[string]any
+		info   map[string]any
 		nonce  string
 		email  string
 		err    string
 	}{
-		{"email claim", map[string]any{"email": "a@x.test"}, "n", "a@x.test", ""},
-		{"preferred_username when no email", map[string]any{"preferred_username": "upn@x.test"}, "n", "upn@x.test", ""},
-		{"an unverified email does not count", map[string]any{"email": "evil@x.test", "email_verified": false, "preferred_username": "real@x.test"}, "n", "real@x.test", ""},
-		{"userinfo when the token has none", map[string]any{}, "n", "info@x.test", ""},
-		{"another sign-in's nonce", map[string]any{"email": "a@x.test"}, "other", "", "nonce"},
+		{"email claim", map[string]any{"email": "a@x.test"}, noInfo, "n", "a@x.test", ""},
+		{"preferred_username when no email", map[string]any{"preferred_username": "upn@x.test"}, noInfo, "n", "upn@x.test", ""},
+		{"an unverified email does not count", map[string]any{"email": "evil@x.test", "email_verified": false, "preferred_username": "real@x.test"}, noInfo, "n", "real@x.test", ""},
+		{"userinfo when the token has none", map[string]any{}, map[string]any{"email": "info@x.test"}, "n", "info@x.test", ""},
+		{"another sign-in's nonce", map[string]any{"email": "a@x.test"}, noInfo, "other", "", "nonce"},
+		// email_verified is a boolean (OIDC Core 5.1); anything but true
+		// (or the string "true" some providers send) is not verified.
+		{`email_verified "false" as a string`, map[string]any{"email": "evil@x.test", "email_verified": "false", "preferred_username": "real@x.test"}, noInfo, "n", "real@x.test", ""},
+		{`email_verified "FALSE"`, map[string]any{"email": "evil@x.test", "email_verified": "FALSE"}, noInfo, "n", "", "no email"},
+		{"email_verified 0", map[string]any{"email": "evil@x.test", "email_verified": 0}, noInfo, "n", "", "no email"},
+		{"email_verified null", map[string]any{"email": "evil@x.test", "email_verified": nil}, noInfo, "n", "", "no email"},
+		{`email_verified "true" as a string`, map[string]any{"email": "a@x.test", "email_verified": "true"}, noInfo, "n", "a@x.test", ""},
+		{"email_verified true", map[string]any{"email": "a@x.test", "email_verified": true}, noInfo, "n", "a@x.test", ""},
+		// Userinfo counts only for the ID token's subject (OIDC Core
+		// 5.3.4), and its email_verified as the token's does.
+		{"userinfo of another subject", map[string]any{}, map[string]any{"sub": "victim", "email": "victim@x.test"}, "n", "", "subject"},
+		{`userinfo email_verified "false"`, map[string]any{}, map[string]any{"email": "evil@x.test", "email_verified": "false"}, "n", "", "no email"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := newOP(t)
-			o.claims, o.nonce = tc.claims, tc.nonce
-			toks, err := o.provider(nil).Exchange(ctx, "https://gw.test/cb", "code", strings.Repeat("v", 43), "n")
+			o.Claims, o.InfoClaims, o.Nonce = tc.claims, tc.info, tc.nonce
+			toks, err := o.provider(nil).Exchange(ctx, "https://gw.test/cb", "code", strings.Repeat("v", 43), "n", "")
 			if tc.err != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.err) {
-					t.Fatalf("got %v, want an error about %s", err, tc.err)
+					t.Fatalf("got %+v %v, want an error about %s", toks, err, tc.err)
 				}
 				return
 			}
@@ -143,8 +96,8 @@ func TestExchange(t *testing.T) {
 			if toks.Email != tc.email || toks.Access != "at1" || toks.Refresh != "rt1" || time.Until(toks.Expiry) < 9*time.Minute {
 				t.Fatalf("tokens %+v", toks)
 			}
-			if o.lastForm.Get("code_verifier") != strings.Repeat("v", 43) {
-				t.Errorf("the exchange did not send the PKCE verifier: %v", o.lastForm)
+			if o.LastForm.Get("code_verifier") != strings.Repeat("v", 43) {
+				t.Errorf("the exchange did not send the PKCE verifier: %v", o.LastForm)
 			}
 		})
 	}
@@ -163,12 +116,56 @@ func TestMultiTenant(t *testing.T) {
 		{base + "/t2/v2.0", "t1", false},
 		{"https://evil.test/t1/v2.0", "t1", false},
 	} {
-		o.issuer, o.nonce = tc.iss, "n"
-		o.claims = map[string]any{"email": "a@x.test", "tid": tc.tid}
+		o.Issuer = tc.iss
+		o.Claims = map[string]any{"email": "a@x.test", "tid": tc.tid}
 		p := New(Config{Name: "ms", Issuer: base + "/common/v2.0", MultiTenant: true, ClientID: "client", EmailClaims: []string{"email"}}, o.Client())
-		_, err := p.Exchange(context.Background(), "https://gw.test/cb", "c", strings.Repeat("v", 43), "n")
+		_, err := p.Exchange(context.Background(), "https://gw.test/cb", "c", strings.Repeat("v", 43), "n", "")
 		if (err == nil) != tc.ok {
 			t.Errorf("issuer %s tid %s: %v", tc.iss, tc.tid, err)
+		}
+	}
+}
+
+// TestResponseIssuer: the iss parameter of the provider's answer (RFC
+// 9207) must be the provider's issuer; it must be there when discovery
+// says it is sent; for a multi-tenant provider it must be the ID token's
+// tenant issuer.
+func TestResponseIssuer(t *testing.T) {
+	ctx := context.Background()
+	o := newOP(t)
+	o.Claims = map[string]any{"email": "a@x.test"}
+	p := o.provider(nil)
+	for _, tc := range []struct {
+		iss       string
+		advertise bool
+		ok        bool
+	}{
+		{"", false, true},
+		{o.URL, false, true},
+		{o.URL, true, true},
+		{"", true, false},
+		{"https://evil.test", false, false},
+		{o.URL + "/", false, false},
+		{"https://evil.test", true, false},
+	} {
+		o.AdvertiseISS = tc.advertise
+		p = o.provider(nil) // discovery is read once per provider
+		_, err := p.Exchange(ctx, "https://gw.test/cb", "c", strings.Repeat("v", 43), "n", tc.iss)
+		if (err == nil) != tc.ok {
+			t.Errorf("iss %q, advertised %v: %v", tc.iss, tc.advertise, err)
+		}
+		if err := p.CheckResponseIssuer(ctx, tc.iss); (err == nil) != tc.ok {
+			t.Errorf("CheckResponseIssuer(%q), advertised %v: %v", tc.iss, tc.advertise, err)
+		}
+	}
+	// Multi-tenant: the tenant's issuer, and only the ID token's.
+	o.AdvertiseISS = false
+	o.Issuer = o.URL + "/t1/v2.0"
+	o.Claims = map[string]any{"email": "a@x.test", "tid": "t1"}
+	ms := New(Config{Name: "ms", Issuer: o.URL + "/common/v2.0", MultiTenant: true, ClientID: "client", EmailClaims: []string{"email"}}, o.Client())
+	for iss, ok := range map[string]bool{"": true, o.URL + "/t1/v2.0": true, o.URL + "/t2/v2.0": false, "https://evil.test/t1/v2.0": false, o.URL + "/t1/x/v2.0": false} {
+		if _, err := ms.Exchange(ctx, "https://gw.test/cb", "c", strings.Repeat("v", 43), "n", iss); (err == nil) != ok {
+			t.Errorf("multi-tenant iss %q: %v", iss, err)
 		}
 	}
 }
@@ -180,11 +177,11 @@ func TestRefresh(t *testing.T) {
 	if err != nil || toks.Access != "at2" || toks.Refresh != "" {
 		t.Fatalf("no rotation: %+v %v", toks, err)
 	}
-	o.rotate = true
+	o.Rotate = true
 	if toks, err = p.Refresh(context.Background(), "rt1"); err != nil || toks.Refresh != "rt2" {
 		t.Fatalf("rotation: %+v %v", toks, err)
 	}
-	o.refused = true
+	o.Refused = true
 	if _, err = p.Refresh(context.Background(), "rt1"); !errors.Is(err, ErrRefused) {
 		t.Fatalf("revoked: %v", err)
 	}

@@ -58,9 +58,10 @@ type Config struct {
 	// Observer, when set, is told how dials and logins end (metrics).
 	Observer transport.Observer
 	// Route, when set, says where the submission server of a credential's
-	// mail host is (its Host, when not ""); an endpoint without a Host
-	// means sending is off for that host. Its errors are mailerr errors.
-	Route func(host string) (transport.Endpoint, error)
+	// mail host is (its Host, when not "", for a login of its Provider);
+	// an endpoint without a Host means sending is off for that host. Its
+	// errors are mailerr errors.
+	Route func(host, provider string) (transport.Endpoint, error)
 }
 
 func (c Config) endpoint() transport.Endpoint {
@@ -80,7 +81,7 @@ func (c Config) endpointFor(creds credentials.Credentials) (transport.Endpoint, 
 	if c.Route == nil {
 		return transport.Endpoint{}, mailerr.New(mailerr.Forbidden, "this gateway sends mail only for its own mail host")
 	}
-	ep, err := c.Route(name)
+	ep, err := c.Route(name, creds.Provider)
 	if err != nil {
 		return ep, err
 	}

@@ -145,9 +145,22 @@ var encryptCredentials = Def[encryptArgs, EncryptResult]{
 func sealable(ctx context.Context, c *Call, a encryptArgs) (credentials.Credentials, error) {
 	if a.User != "" {
 		creds := credentials.New(a.User, a.Password)
-		creds.Host = strings.ToLower(strings.TrimSpace(a.Host))
-		if caller, ok := credentials.FromContext(ctx); ok && creds.Host == "" {
-			creds.Host = caller.Host
+		switch host := strings.TrimSpace(a.Host); {
+		case host != "" && c.Hosts == nil:
+			return creds, mailerr.New(mailerr.Forbidden, "this gateway serves one mail host: leave host out")
+		case host != "":
+			// The same check, and the same one sentence for every refusal,
+			// as the x-imap-host header.
+			if err := c.Hosts.Check(ctx, host); err != nil {
+				return creds, err
+			}
+			creds.Host = c.Hosts.Canonical(host)
+		default:
+			// The caller's host; never a sign-in provider's own with a
+			// password (Provider stays unset: that host refuses it).
+			if caller, ok := credentials.FromContext(ctx); ok {
+				creds.Host = caller.Host
+			}
 		}
 		return creds, nil
 	}

@@ -79,6 +79,19 @@ type Deps struct {
 	// Unsubscribe makes mail_unsubscribe's one-click POSTs (nil: a
 	// Poster with the defaults: public addresses only).
 	Unsubscribe *unsubscribe.Poster
+	// Hosts, when set, lets imap_encrypt_credentials name a mail host
+	// (MAIL_HOSTS); nil: only the gateway's own.
+	Hosts Hosts
+}
+
+// Hosts is what the tools ask of the served mail hosts (internal/hosts).
+type Hosts interface {
+	// Check says whether a caller may name host; its errors are mailerr
+	// errors, one sentence for every refusal.
+	Check(ctx context.Context, host string) error
+	// Canonical is host as every per-account key names it ("" for the
+	// gateway's own, however it is spelt).
+	Canonical(host string) string
 }
 
 // operatorLevel is the most any caller may do here.

@@ -157,6 +157,17 @@ func (e Endpoint) Classify(ctx context.Context, step string, err error) *mailerr
 		return unavailable("tls", msg)
 	}
 	var dnsErr *net.DNSError
+	if e.PublicOnly {
+		// A host a caller named: a name that does not resolve and one that
+		// resolves to an address it may not reach read the same, so that
+		// the answer tells nobody which names exist (the log has the cause).
+		switch {
+		case errors.As(err, &dnsErr):
+			return unavailable("dns", e.server()+" could not be reached")
+		case errors.Is(err, egress.ErrNotPublic):
+			return unavailable("not_public", e.server()+" could not be reached")
+		}
+	}
 	switch {
 	case errors.As(err, &dnsErr):
 		return unavailable("dns", e.server()+"'s host name could not be resolved")

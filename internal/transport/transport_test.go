@@ -259,3 +259,24 @@ func TestWatched(t *testing.T) {
 		t.Fatalf("read %v, answered %v", err, w.Answered())
 	}
 }
+
+// TestPublicOnlyRefusalsReadAlike: for a host a caller named (PublicOnly),
+// a name that does not resolve and one that resolves to an address the
+// gateway may not reach get the same sentence: the dial is no DNS oracle.
+func TestPublicOnlyRefusalsReadAlike(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var msgs []string
+	for _, host := range []string{"no-such-host.invalid", "127.0.0.1", "localhost"} {
+		_, err := transport.Dial(ctx, transport.Endpoint{Host: host, Port: refusedPort(t), Security: transport.TLS, Server: "the IMAP server", PublicOnly: true})
+		if mailerr.KindOf(err) != mailerr.Unavailable {
+			t.Fatalf("%s: %v", host, err)
+		}
+		msgs = append(msgs, mailerr.Message(err))
+	}
+	for _, m := range msgs[1:] {
+		if m != msgs[0] {
+			t.Fatalf("refusals differ: %q", msgs)
+		}
+	}
+}
