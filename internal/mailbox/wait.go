@@ -9,6 +9,8 @@ package mailbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -45,6 +47,11 @@ const (
 	// waitMargin is kept before the caller's deadline, so that a wait
 	// ends with its timeout result rather than as a cancelled call.
 	waitMargin = 500 * time.Millisecond
+	// waitGrace is how long past its end a wait waits for the server
+	// (the answer to the DONE that ends IDLE, a last look): a server
+	// gone silent then ends the wait with its timeout result, by its own
+	// deadline, not the call's.
+	waitGrace = time.Second
 	// maxWaitReconnects is how many times in a row a wait dials again
 	// after losing its connection (the server restarted or kicked it).
 	maxWaitReconnects = 3
@@ -66,10 +73,15 @@ type WaitOptions struct {
 	// UnreadOnly skips messages that are already \Seen when the wait
 	// looks at them.
 	UnreadOnly bool
-	// SinceUID is the cursor: messages with a higher UID count as new,
-	// and those already there are returned at once. 0 means "newer than
-	// the call": the folder's UIDNEXT-1 when the wait opens it.
-	SinceUID uint32
+	// Cursor is where the wait starts (position.go): the NextCursor of an
+	// earlier wait or peek of this folder. Messages from the cursor on
+	// count as new, and those already there are returned at once.
+	Cursor string
+	// SinceUID is the older form of the cursor (a NextSinceUID): messages
+	// with a higher UID count as new; 0 is the start of the folder. With
+	// neither, only mail newer than the call counts (the folder's
+	// UIDNEXT when the wait opens it).
+	SinceUID *uint32
 	// UIDValidity is the folder's UIDVALIDITY that SinceUID belongs to
 	// (a previous result's); 0: not checked.
 	UIDValidity uint32
@@ -82,15 +94,17 @@ type WaitOptions struct {
 // WaitResult is what a wait found: new messages, or a timeout.
 type WaitResult struct {
 	Folder      string `json:"folder"`
-	UIDValidity uint32 `json:"uid_validity" desc:"the folder's UIDVALIDITY: UIDs and next_since_uid are valid as long as it stays the same"`
+	UIDValidity uint32 `json:"uid_validity" desc:"the folder's UIDVALIDITY: UIDs and next_since_uid are valid as long as it stays the same (next_cursor carries it)"`
 	// Messages are the new matching messages, oldest first; empty (not
 	// nil) on a timeout.
 	Messages []Summary `json:"messages" desc:"the new messages that match, oldest first; empty when the wait timed out"`
-	// NextSinceUID is the cursor for the next wait: every message up to
-	// this UID has been looked at (and the matching ones returned), so
-	// passing it as SinceUID misses nothing and repeats nothing.
-	NextSinceUID uint32 `json:"next_since_uid" desc:"pass this as since_uid to the next wait: every message up to this UID has been looked at, so nothing is missed or returned twice between two waits"`
-	More         bool   `json:"more,omitempty" desc:"more matching messages arrived than one answer holds; the next wait with next_since_uid returns them at once"`
+	// NextCursor is the cursor for the next wait: every message before it
+	// has been looked at (and the matching ones returned), so passing it
+	// as Cursor misses nothing and repeats nothing. NextSinceUID is the
+	// same in the older form: every UID up to it looked at (0: none).
+	NextCursor   string `json:"next_cursor" desc:"pass this as cursor to the next wait: every message before it has been looked at, so nothing is missed or returned twice between two waits (it names the folder and its UIDVALIDITY)"`
+	NextSinceUID uint32 `json:"next_since_uid" desc:"the same position in the older form (every UID up to this one looked at; 0: none yet, the folder's start): passing it as since_uid also misses nothing"`
+	More         bool   `json:"more,omitempty" desc:"more matching messages arrived than one answer holds; the next wait with next_cursor returns them at once"`
 	TimedOut     bool   `json:"timed_out" desc:"true when nothing matching arrived in time; not an error"`
 }
 
@@ -231,6 +245,17 @@ func (c *Client) Wait(ctx context.Context, creds credentials.Credentials, o Wait
 		return nil, err
 	}
 	o.Folder = folder
+	if o.Cursor != "" {
+		if o.SinceUID != nil {
+			return nil, mailerr.New(mailerr.BadInput, "give cursor or since_uid, not both (cursor is the newer form of the same position)")
+		}
+		p, err := parsePosition(o.Cursor, normFolder(folder))
+		if err != nil {
+			return nil, err
+		}
+		since := p.Next - 1
+		o.SinceUID, o.UIDValidity = &since, p.UV
+	}
 	w, err := newWaiter(c, o, progress)
 	if err != nil {
 		return nil, err
@@ -245,8 +270,10 @@ func (c *Client) Wait(ctx context.Context, creds credentials.Credentials, o Wait
 	w.stop, w.pollEvery, w.recheck = ws.stop, ws.pollEvery, ws.recheck
 	ws.mu.Unlock()
 	w.end = time.Now().Add(w.timeout)
+	w.stopBy = w.end.Add(waitGrace)
 	if dl, ok := ctx.Deadline(); ok && dl.Add(-waitMargin).Before(w.end) {
 		w.end = dl.Add(-waitMargin)
+		w.stopBy = dl.Add(-waitMargin / 2)
 	}
 	return w.run(ctx, creds)
 }
@@ -257,7 +284,7 @@ type waiter struct {
 	folder    string
 	crit      imap.SearchCriteria // without the UID range
 	tag       string
-	since     uint32
+	since     *uint32 // nil: from now
 	wantUV    uint32
 	timeout   time.Duration
 	pollEvery time.Duration // 0: IDLE where offered
@@ -265,6 +292,9 @@ type waiter struct {
 	progress  func()
 	stop      <-chan struct{}
 	end       time.Time
+	// stopBy bounds every command of the wait: its end plus waitGrace
+	// (within the caller's deadline).
+	stopBy time.Time
 
 	// Set when the folder is first opened.
 	started bool
@@ -277,6 +307,10 @@ type waiter struct {
 
 func newWaiter(c *Client, o WaitOptions, progress func()) (*waiter, error) {
 	w := &waiter{c: c, folder: normFolder(o.Folder), tag: o.Tag, since: o.SinceUID, wantUV: o.UIDValidity, progress: progress}
+	if w.since != nil {
+		// A wait that ends before it has looked hands the cursor back.
+		w.base, w.uv = *w.since, w.wantUV
+	}
 	switch {
 	case o.Timeout == 0:
 		w.timeout = DefaultWaitTimeout
@@ -316,7 +350,17 @@ func checkTerm(name, s string) error {
 }
 
 func (w *waiter) timedOut() *WaitResult {
-	return &WaitResult{Folder: w.folder, UIDValidity: w.uv, Messages: []Summary{}, NextSinceUID: w.base, TimedOut: true}
+	return w.result(nil, w.base, false)
+}
+
+// result is the wait's answer: msgs, and the cursor after next (every UID
+// up to it looked at); no messages is a timeout.
+func (w *waiter) result(msgs []Summary, next uint32, more bool) *WaitResult {
+	r := &WaitResult{Folder: w.folder, UIDValidity: w.uv, Messages: msgs, NextSinceUID: next, NextCursor: positionAfter(w.folder, w.uv, next), More: more}
+	if len(msgs) == 0 {
+		r.Messages, r.TimedOut = []Summary{}, true
+	}
+	return r
 }
 
 // run runs sessions until one returns, dialling again after a lost
@@ -326,6 +370,14 @@ func (w *waiter) run(ctx context.Context, creds credentials.Credentials) (*WaitR
 		res, err := w.session(ctx, creds)
 		if err == nil {
 			return res, nil
+		}
+		if errors.Is(err, errWaitOver) {
+			if !w.started {
+				return nil, mailerr.Wrap(mailerr.Timeout, err, fmt.Sprintf("the mail server did not answer within the wait's own limit (timeout_s, %s), before the wait could look at the folder", w.timeout))
+			}
+			// The server did not answer before the wait's end: what it
+			// has looked at stands (the cursor), and the time is up.
+			return w.timedOut(), nil
 		}
 		if w.waited {
 			failures, w.waited = 0, false
@@ -376,11 +428,16 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 		return nil, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	dctx, cancelEnd := context.WithDeadlineCause(dctx, w.stopBy, errWaitOver)
 	conn, err := dialOwn(dctx, cfg, creds, func(o *imapclient.Options) { o.UnilateralDataHandler = handler })
+	cancelEnd()
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, mailerr.TimedOut(ctx, stepWaitMail)
+		}
+		if errors.Is(context.Cause(dctx), errWaitOver) {
+			return nil, errWaitOver
 		}
 		return nil, err
 	}
@@ -439,7 +496,7 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 				// IDLE said nothing for a while: ask. The NOOP makes every
 				// server look at the folder now; a message found then was
 				// not announced by IDLE.
-				if err = c.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
+				if err = w.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
 					err = w.lost(ctx, err)
 				}
 				w.rechecking = true
@@ -453,7 +510,7 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 			look = woken
 			if err == nil && !done && !woken {
 				// The server answers NOOP with EXISTS when mail has come.
-				if err = c.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
+				if err = w.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
 					err = w.lost(ctx, err)
 				}
 				select {
@@ -480,7 +537,7 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 func (w *waiter) idle(ctx context.Context, conn *Conn, wake <-chan struct{}, deadline, tick <-chan time.Time) (rechecked, done bool, err error) {
 	cl := conn.client()
 	var cmd *imapclient.IdleCommand
-	if err := w.c.within(ctx, conn, stepWaitMail, func() error {
+	if err := w.within(ctx, conn, stepWaitMail, func() error {
 		var err error
 		cmd, err = cl.Idle()
 		return err
@@ -498,7 +555,7 @@ func (w *waiter) idle(ctx context.Context, conn *Conn, wake <-chan struct{}, dea
 	if err != nil {
 		return false, false, err
 	}
-	err = w.c.within(ctx, conn, stepWaitMail, func() error {
+	err = w.within(ctx, conn, stepWaitMail, func() error {
 		if err := cmd.Close(); err != nil {
 			return err
 		}
@@ -541,6 +598,9 @@ func (w *waiter) lost(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return mailerr.TimedOut(ctx, stepWaitMail)
 	}
+	if errors.Is(err, errWaitOver) {
+		return err
+	}
 	if mailerr.KindOf(err) == mailerr.Timeout {
 		return err
 	}
@@ -558,7 +618,7 @@ func (w *waiter) goodbye(ctx context.Context, conn *Conn) {
 func (w *waiter) open(ctx context.Context, conn *Conn) error {
 	cl := conn.client()
 	var sd *imap.SelectData
-	err := w.c.within(ctx, conn, "opening the folder", func() error {
+	err := w.within(ctx, conn, "opening the folder", func() error {
 		var err error
 		if sd, err = cl.Select(w.folder, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
 			return conn.folderError(err, w.folder, "open")
@@ -584,8 +644,11 @@ func (w *waiter) open(ctx context.Context, conn *Conn) error {
 	case w.wantUV != 0 && sd.UIDValidity != w.wantUV:
 		return uidValidityChanged(w.folder)
 	}
-	w.started, w.uv, w.base = true, sd.UIDValidity, w.since
-	if w.since == 0 && sd.UIDNext > 0 {
+	w.started, w.uv = true, sd.UIDValidity
+	switch {
+	case w.since != nil:
+		w.base = *w.since
+	case sd.UIDNext > 0:
 		w.base = uint32(sd.UIDNext) - 1
 	}
 	return nil
@@ -595,7 +658,7 @@ func (w *waiter) open(ctx context.Context, conn *Conn) error {
 // past everything it looked at. It returns nil when nothing matched.
 func (w *waiter) check(ctx context.Context, conn *Conn) (*WaitResult, error) {
 	var res *WaitResult
-	err := w.c.within(ctx, conn, "looking for new mail", func() error {
+	err := w.within(ctx, conn, "looking for new mail", func() error {
 		cl := conn.client()
 		first := imap.UID(w.base + 1)
 		above := []imap.UIDSet{{imap.UIDRange{Start: first, Stop: 0}}}
@@ -663,11 +726,28 @@ func (w *waiter) check(ctx context.Context, conn *Conn) (*WaitResult, error) {
 			return nil // none, or expunged in the meantime
 		}
 		slices.SortFunc(msgs, func(a, b Summary) int { return int(int64(a.UID) - int64(b.UID)) })
-		res = &WaitResult{Folder: w.folder, UIDValidity: w.uv, Messages: msgs, NextSinceUID: next, More: more}
+		res = w.result(msgs, next, more)
 		return nil
 	})
 	return res, err
 }
+
+// within is Client.within bounded by the wait's own end as well
+// (stopBy): a command the server leaves unanswered past it returns
+// errWaitOver, and the wait ends with its timeout result.
+func (w *waiter) within(ctx context.Context, conn *Conn, step string, op func() error) error {
+	wctx, cancel := context.WithDeadlineCause(ctx, w.stopBy, errWaitOver)
+	defer cancel()
+	err := w.c.within(wctx, conn, step, op)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errWaitOver) {
+		return errWaitOver
+	}
+	return err
+}
+
+// errWaitOver: the wait's end (and its grace) passed while the server had
+// not answered; the wait ends with its timeout result.
+var errWaitOver = errors.New("the wait is over")
 
 // within runs op on conn under the IMAP timeout as well as ctx: if either
 // ends first, conn is closed (see bridge).
