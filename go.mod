@@ -22,7 +22,10 @@ require (
 	golang.org/x/time v0.16.0
 )
 
-require github.com/go-jose/go-jose/v4 v4.1.4
+require (
+	github.com/Shopify/toxiproxy/v2 v2.5.0
+	github.com/go-jose/go-jose/v4 v4.1.4
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -208,6 +208,19 @@ func (c *conn) kill() {
 	})
 }
 
+// hangUp closes the client's connection the way a server that ends it
+// does (a TLS close_notify, then FIN), and the server's.
+func (c *conn) hangUp() {
+	c.killOnce.Do(func() {
+		close(c.dead)
+		c.cl.Close()
+		c.client.Close()
+		if c.server != nil {
+			c.server.Close()
+		}
+	})
+}
+
 func (p *Proxy) serve(c *conn) {
 	defer c.kill()
 	c.cl = c.client
@@ -241,6 +254,9 @@ func (p *Proxy) serve(c *conn) {
 	go func() {
 		defer close(down)
 		c.downstream()
+		// The server ended the connection (or a fault did): so does the
+		// client's side, politely, as the server did.
+		c.hangUp()
 	}()
 	p.upstream(c)
 	c.kill()

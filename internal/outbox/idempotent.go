@@ -18,6 +18,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -120,12 +121,28 @@ func (o *Outbox) recordable() error {
 	return nil
 }
 
-// noRecord explains a failure to use the Sent folder as the record.
+// noRecord explains a failure to use the Sent folder as the record, which
+// comes before anything is sent: it says so.
 func noRecord(err error) error {
 	if mailerr.KindOf(err) == mailerr.NotFound && mailerr.SubjectOf(err) != mailerr.SubjectMessage {
 		return mailerr.Wrap(mailerr.NotFound, err, mailerr.Message(err)+"; idempotency_key needs that folder as the record of what was sent, so nothing was sent (send without idempotency_key)")
 	}
+	if !strings.Contains(mailerr.Message(err), "nothing was sent") {
+		return withFact(err, "; nothing was sent")
+	}
 	return err
+}
+
+// withFact is err with fact added to its message; its kind, step, subject
+// and cause stay as they were.
+func withFact(err error, fact string) error {
+	var me *mailerr.Error
+	if !errors.As(err, &me) {
+		return mailerr.Wrap(mailerr.KindOf(err), err, mailerr.Message(err)+fact)
+	}
+	c := *me
+	c.Msg += fact
+	return &c
 }
 
 // earlier answers a send whose key was used before: the message sent then
@@ -222,7 +239,7 @@ func (o *Outbox) sendOnce(ctx context.Context, creds credentials.Credentials, d 
 			} else {
 				where += ", flagged for checking"
 			}
-			return nil, mailerr.Wrap(mailerr.KindOf(err), err, mailerr.Message(err)+"; "+where+"; a retry with the same idempotency_key will not send it again: it sends nothing and says what is known")
+			return nil, withFact(err, "; "+where+"; a retry with the same idempotency_key will not send it again: it sends nothing and says what is known")
 		}
 		if werr := o.mailbox.WithdrawSent(cctx, creds, claim.Mine); werr != nil {
 			o.log.WarnContext(ctx, "could not withdraw the Sent copy of a failed send", "err", werr)

@@ -623,15 +623,14 @@ func (o *Outbox) deliver(ctx context.Context, creds credentials.Credentials, d m
 func (o *Outbox) unconfirmed(ctx context.Context, creds credentials.Credentials, d mailmsg.Draft, id string, err error) error {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
-	msg := mailerr.Message(err)
+	var fact string
 	switch sc := o.saveSentCopy(cctx, creds, d, id, true); {
 	case sc.Saved:
-		msg += fmt.Sprintf("; its copy is UID %d in %s, flagged for checking (Message-ID <%s>)", sc.UID, sc.Folder, id)
+		fact = fmt.Sprintf("; its copy is UID %d in %s, flagged for checking (Message-ID <%s>)", sc.UID, sc.Folder, id)
 	default:
-		msg += "; " + sc.Reason
+		fact = "; " + sc.Reason
 	}
-	msg += ". Sending it again may deliver it twice: check with the recipients first (a send with an idempotency_key can be retried safely)"
-	return mailerr.Wrap(mailerr.KindOf(err), err, msg)
+	return withFact(err, fact+". Sending it again may deliver it twice: check with the recipients first (a send with an idempotency_key can be retried safely)")
 }
 
 // sentResult describes d, sent with Message-ID id.
