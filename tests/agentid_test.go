@@ -57,6 +57,7 @@ type peekOut struct {
 	Total        uint32 `json:"total"`
 	Unread       uint32 `json:"unread"`
 	NextSinceUID uint32 `json:"next_since_uid"`
+	NextCursor   string `json:"next_cursor"`
 }
 
 func peekAs(t *testing.T, url string, headers map[string]string, args map[string]any) peekOut {

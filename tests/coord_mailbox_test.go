@@ -169,7 +169,7 @@ func TestCoordWaitWakeLatency(t *testing.T) {
 			var lat []time.Duration
 			last := uint32(0)
 			for i := range trials {
-				o := mailbox.WaitOptions{Folder: folder, SinceUID: last, Timeout: 15 * time.Second}
+				o := mailbox.WaitOptions{Folder: folder, SinceUID: new(last), Timeout: 15 * time.Second}
 				var decoy string
 				from, tags := "Peer Agent <peer@example.org>", ""
 				switch i % 3 {
@@ -260,7 +260,7 @@ func TestCoordWaitSinceUIDAndTimeout(t *testing.T) {
 		uids = append(uids, appendRaw(t, d, folder, coordMsg("Peer <peer@example.org>", "early "+strconv.Itoa(i), "", "x")))
 	}
 	start := time.Now()
-	res, err := c.Wait(context.Background(), creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[0], Timeout: 10 * time.Second}, nil)
+	res, err := c.Wait(context.Background(), creds, mailbox.WaitOptions{Folder: folder, SinceUID: new(uint32(uids[0])), Timeout: 10 * time.Second}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestCoordWaitSinceUIDAndTimeout(t *testing.T) {
 	if took := time.Since(start); !res2.TimedOut || len(res2.Messages) != 0 || res2.Messages == nil || res2.NextSinceUID != uids[3] || took < time.Second || took > 3*time.Second {
 		t.Fatalf("timeout after %v: %+v", took, res2)
 	}
-	_, err = c.Wait(context.Background(), creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[3], UIDValidity: res.UIDValidity + 1, Timeout: time.Second}, nil)
+	_, err = c.Wait(context.Background(), creds, mailbox.WaitOptions{Folder: folder, SinceUID: new(uint32(uids[3])), UIDValidity: res.UIDValidity + 1, Timeout: time.Second}, nil)
 	if mailerr.SubjectOf(err) != mailerr.SubjectCursor {
 		t.Fatalf("another UIDVALIDITY: %v, want an error about the cursor", err)
 	}
@@ -292,7 +292,7 @@ func TestCoordWaitSinceUIDAndTimeout(t *testing.T) {
 	// result, not as an error.
 	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
-	res3, err := c.Wait(ctx, creds, mailbox.WaitOptions{Folder: folder, SinceUID: uids[3], Timeout: time.Minute}, nil)
+	res3, err := c.Wait(ctx, creds, mailbox.WaitOptions{Folder: folder, SinceUID: new(uint32(uids[3])), Timeout: time.Minute}, nil)
 	if err != nil || !res3.TimedOut {
 		t.Fatalf("caller deadline: %+v %v", res3, err)
 	}

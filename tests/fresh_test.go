@@ -2,6 +2,7 @@ package tests
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -121,5 +122,59 @@ func TestFreshAfterOtherSession(t *testing.T) {
 		// It counts as read (set_flags does not read it): the next
 		// round's check takes only its own three.
 		d.Store(imap.UIDSetNum(imap.UID(uid)), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close()
+	}
+}
+
+// The first read of a message that just arrived, on a pooled connection
+// that has had its folder open since before (issue 35): Dovecot's view
+// of the folder does not hold it yet, and the read asks again after a
+// NOOP instead of answering "no message with UID". A UID that does not
+// exist is still "no message".
+func TestReadRightAfterDelivery(t *testing.T) {
+	const user = "justarrived@example.test"
+	s := mailtest.StartT(t, mailtest.Options{Users: map[string]string{user: "arrived-pw"}})
+	g := startGateway(t, s)
+	c := mailtest.MCPClient(t, g.URL, userHeaders(s, user), "")
+	d := direct(t, s, user)
+	file := func(subject string) uint32 {
+		t.Helper()
+		m := "From: Zed <zed@example.test>\r\nTo: " + user + "\r\nSubject: " + subject + "\r\nMessage-ID: <" + subject + "@example.test>\r\n\r\nbody of " + subject + "\r\n"
+		cmd := d.Append("INBOX", int64(len(m)), nil)
+		cmd.Write([]byte(m))
+		cmd.Close()
+		data, err := cmd.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return uint32(data.UID)
+	}
+	read := func(uid uint32) (string, bool) {
+		t.Helper()
+		res := mailtest.Call(t, c, "imap_read_email", map[string]any{"uid": uid})
+		if res.IsError {
+			return mailtest.Text(res), false
+		}
+		var m struct {
+			Subject string `json:"subject"`
+		}
+		mailtest.Decode(t, res, &m)
+		return m.Subject, true
+	}
+	// The pooled connection has INBOX open from here on.
+	if got, ok := read(file("first")); !ok || got != "first" {
+		t.Fatalf("the first read: %q", got)
+	}
+	for round := range 5 {
+		subject := "arrived-" + strconv.Itoa(round)
+		uid := file(subject)
+		if got, ok := read(uid); !ok || got != subject {
+			t.Errorf("round %d: reading UID %d right after it arrived: %q", round, uid, got)
+		}
+	}
+	if st := g.App.PoolStats(); st.Opened != 1 {
+		t.Errorf("the reads used %d connections, want the one pooled connection: %+v", st.Opened, st)
+	}
+	if got, ok := read(9999); ok || !strings.Contains(got, "no message with UID 9999") {
+		t.Errorf("a UID that does not exist: %q", got)
 	}
 }

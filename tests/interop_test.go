@@ -29,7 +29,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
-	"github.com/mailbox-mcp/mailbox-mcp/internal/mailstack"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
 
@@ -66,38 +65,117 @@ func plainServer(name, addr, user, pass string) interopServer {
 	}
 }
 
-// interopServers starts the four servers of the matrix.
-func interopServers(t *testing.T) []interopServer {
+// interopKind is one server of the matrix: started once, with users
+// enough for every mode (the demo, whose two users are fixed, starts
+// anew for each mode).
+type interopKind struct {
+	name string
+	// users returns n users of one instance for a mode, none given to
+	// another mode before.
+	users func(t *testing.T, n int) []interopServer
+}
+
+// interopUsers is how many users a server of the matrix has: one warm,
+// two cold (one teaching each fresh gateway the server, the other calling
+// the tools), one after idling, two interleaved.
+const interopUsers = 6
+
+// interopKinds starts the four servers of the matrix.
+func interopKinds(t *testing.T) []interopKind {
 	t.Helper()
-	const dovecotUser = "interop@example.test"
-	st := mailtest.StartT(t, mailtest.Options{Users: map[string]string{dovecotUser: "interop-pw-1"}})
-	dovecot := interopServer{
-		name: "dovecot", user: dovecotUser, pass: "interop-pw-1",
-		env:  []string{"IMAP_HOST=127.0.0.1", "IMAP_PORT=" + strconv.Itoa(st.IMAPSPort), "MAIL_CA_FILE=" + st.CAFile},
-		dial: func(t testing.TB) *imapclient.Client { return direct(t, st, dovecotUser) },
+	dovecotUsers := map[string]string{}
+	for i := range interopUsers {
+		dovecotUsers[fmt.Sprintf("interop%d@example.test", i)] = fmt.Sprintf("interop-pw-%d", i)
 	}
-	cy := mailtest.StartIMAP(t, mailtest.Cyrus, nil)
-	co := mailtest.StartIMAP(t, mailtest.Courier, nil)
-	dm, err := demo.Start(context.Background(), demo.Options{})
-	if err != nil {
-		t.Fatal(err)
+	st := mailtest.StartT(t, mailtest.Options{Users: dovecotUsers})
+	serverUsers := map[string]string{}
+	for i := range interopUsers {
+		serverUsers[fmt.Sprintf("interop%d", i)] = fmt.Sprintf("interoppw%d", i)
 	}
-	t.Cleanup(func() { dm.Close() })
-	return []interopServer{
-		dovecot,
-		plainServer("cyrus", cy.Addr(), mailstack.ServerAlice, mailstack.ServerAlicePassword),
-		plainServer("courier", co.Addr(), mailstack.ServerAlice, mailstack.ServerAlicePassword),
-		plainServer("demo", dm.IMAPAddr, demo.BobAddress, demo.BobPassword),
+	cy := mailtest.StartIMAP(t, mailtest.Cyrus, serverUsers)
+	co := mailtest.StartIMAP(t, mailtest.Courier, serverUsers)
+	// pick hands out each instance's users in turn.
+	pick := func(names func(i int) (string, string), srv func(user, pass string) interopServer) func(t *testing.T, n int) []interopServer {
+		var mu sync.Mutex
+		next := 0
+		return func(t *testing.T, n int) []interopServer {
+			mu.Lock()
+			defer mu.Unlock()
+			if next+n > interopUsers {
+				t.Fatalf("the matrix asks for more than %d users", interopUsers)
+			}
+			var out []interopServer
+			for ; n > 0; n-- {
+				out = append(out, srv(names(next)))
+				next++
+			}
+			return out
+		}
+	}
+	dovecot := func(user, pass string) interopServer {
+		return interopServer{
+			name: "dovecot", user: user, pass: pass,
+			env:  []string{"IMAP_HOST=127.0.0.1", "IMAP_PORT=" + strconv.Itoa(st.IMAPSPort), "MAIL_CA_FILE=" + st.CAFile},
+			dial: func(t testing.TB) *imapclient.Client { return direct(t, st, user) },
+		}
+	}
+	named := func(prefix, pw string) func(i int) (string, string) {
+		return func(i int) (string, string) { return fmt.Sprintf(prefix+"%d", i), fmt.Sprintf(pw+"%d", i) }
+	}
+	return []interopKind{
+		{"dovecot", pick(named("interop", "interop-pw-"), func(u, p string) interopServer { return dovecot(u+"@example.test", p) })},
+		{"cyrus", pick(named("interop", "interoppw"), func(u, p string) interopServer { return plainServer("cyrus", cy.Addr(), u, p) })},
+		{"courier", pick(named("interop", "interoppw"), func(u, p string) interopServer { return plainServer("courier", co.Addr(), u, p) })},
+		{"demo", func(t *testing.T, n int) []interopServer {
+			dm, err := demo.Start(context.Background(), demo.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { dm.Close() })
+			all := []interopServer{
+				plainServer("demo", dm.IMAPAddr, demo.BobAddress, demo.BobPassword),
+				plainServer("demo", dm.IMAPAddr, demo.AliceAddress, demo.AlicePassword),
+			}
+			return all[:n]
+		}},
 	}
 }
+
+// The matrix runs every tool in four ways, for what users hit:
+//
+//   - warm: one user, each tool right after the one before, on the
+//     gateway's pooled connection (the first call learns the server);
+//   - cold: a second user of a server the gateway has learned: before each
+//     tool, a fresh gateway is taught the server by another user's call,
+//     so that the tool's first call is this user's first, on a fresh
+//     connection (Courier drops commands sent behind a LOGIN: issue 35);
+//   - idle: each tool's first call comes after the user's pooled
+//     connections idled out (POOL_IDLE_TIMEOUT=200ms);
+//   - interleaved: two users on one gateway, tool by tool in turn.
+//
+// The servers, and the modes of one server, run side by side.
+var interopModes = []string{"warm", "cold", "idle", "interleaved"}
 
 func TestInteropMatrix(t *testing.T) {
-	for _, srv := range interopServers(t) {
-		t.Run(srv.name, func(t *testing.T) { runMatrix(t, srv) })
+	for _, k := range interopKinds(t) {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			for _, mode := range interopModes {
+				t.Run(mode, func(t *testing.T) {
+					t.Parallel()
+					runMode(t, k, mode)
+				})
+			}
+		})
 	}
 }
 
-// matrix is one server's run.
+// interopIdle is POOL_IDLE_TIMEOUT in the idle mode: the pool looks for
+// idle connections every second, so one is closed 0.2 to 1.2 s after its
+// last call.
+const interopIdle = 200 * time.Millisecond
+
+// matrix is one user's run.
 type matrix struct {
 	srv      interopServer
 	g, g2    *gateway
@@ -113,12 +191,133 @@ type matrix struct {
 	trashFolder string
 }
 
-func runMatrix(t *testing.T, srv interopServer) {
-	env := append(slices.Clone(srv.env), "MAILBOX_ACCESS=full", "SMTP_FROM_POLICY=any", "WAIT_RECHECK="+interopRecheck.String())
-	m := &matrix{srv: srv, uids: map[string]imap.UID{}}
-	m.g = startGatewayEnv(t, env...)
-	m.g2 = startGatewayEnv(t, env...)
-	h := map[string]string{"x-imap-user": srv.user, "x-imap-pass": srv.pass}
+// matrixStep is one tool's step.
+type matrixStep struct {
+	tool string
+	run  func(m *matrix, t *testing.T)
+}
+
+var matrixSteps = []matrixStep{
+	{"imap_list_folders", (*matrix).listFolders},
+	{"imap_list_emails", (*matrix).listEmails},
+	{"imap_search_emails", (*matrix).search},
+	{"imap_read_email", (*matrix).read},
+	{"imap_get_thread", (*matrix).thread},
+	{"imap_get_attachment", (*matrix).attachment},
+	{"imap_peek_inbox", (*matrix).peek},
+	{"imap_wait_for_email", (*matrix).wait},
+	{"imap_check_inbox", (*matrix).check},
+	{"imap_set_flags", (*matrix).setFlags},
+	{"imap_create_folder", (*matrix).createFolder},
+	{"imap_rename_folder", (*matrix).renameFolder},
+	{"imap_move_emails", (*matrix).move},
+	{"imap_trash_emails", (*matrix).trash},
+	{"imap_delete_folder", (*matrix).deleteFolder},
+	{"imap_save_draft", (*matrix).saveDraft},
+	{"imap_encrypt_credentials", (*matrix).encrypt},
+	{"agent_send", (*matrix).agentSend},
+	{"agent_list", (*matrix).agentList},
+	{"agent_set_status", (*matrix).agentStatus},
+	{"agent_set_state", (*matrix).agentSetState},
+	{"agent_get_state", (*matrix).agentGetState},
+	{"agent_create_conversation", (*matrix).agentCreateConversation},
+	{"agent_list_conversations", (*matrix).agentListConversations},
+	{"agent_history", (*matrix).agentHistory},
+	{"agent_leave_conversation", (*matrix).agentLeave},
+	{"agent_prune", (*matrix).agentPrune},
+	{"errors_say_what_the_server_said", (*matrix).errors},
+}
+
+// runMode runs every step for the mode's users on server kind k.
+func runMode(t *testing.T, k interopKind, mode string) {
+	n := 1
+	if mode == "cold" || mode == "interleaved" {
+		n = 2
+	}
+	users := k.users(t, n)
+	env := append(slices.Clone(users[0].env), "MAILBOX_ACCESS=full", "SMTP_FROM_POLICY=any", "WAIT_RECHECK="+interopRecheck.String())
+	if mode == "idle" {
+		env = append(env, "POOL_IDLE_TIMEOUT="+interopIdle.String())
+	}
+	var ms []*matrix
+	var before func(t *testing.T, m *matrix)
+	switch mode {
+	case "cold":
+		// users[0] only teaches each fresh gateway the server.
+		learner := users[0]
+		ms = []*matrix{{srv: users[1]}}
+		before = func(t *testing.T, m *matrix) {
+			g, g2 := startGatewayEnv(t, env...), startGatewayEnv(t, env...)
+			for _, g := range []*gateway{g, g2} {
+				c := mailtest.MCPClient(t, g.URL, map[string]string{"x-imap-user": learner.user, "x-imap-pass": learner.pass}, "")
+				if res := mailtest.Call(t, c, "imap_list_folders", nil); res.IsError {
+					t.Fatalf("teaching the gateway the server: %s", mailtest.Text(res))
+				}
+			}
+			m.connect(t, g, g2)
+		}
+	default:
+		g, g2 := startGatewayEnv(t, env...), startGatewayEnv(t, env...)
+		for _, u := range users {
+			m := &matrix{srv: u}
+			m.connect(t, g, g2)
+			ms = append(ms, m)
+		}
+		if mode == "idle" {
+			before = func(t *testing.T, m *matrix) { idledOut(t, m.g, m.g2) }
+		}
+	}
+	for _, m := range ms {
+		m.uids = map[string]imap.UID{}
+		m.setup(t)
+	}
+	right := map[string]bool{}
+	wrong := map[string]bool{}
+	for _, s := range matrixSteps {
+		for i, m := range ms {
+			name := s.tool
+			if len(ms) > 1 {
+				name += "/user" + strconv.Itoa(i+1)
+			}
+			ok := t.Run(name, func(t *testing.T) {
+				if before != nil {
+					before(t, m)
+				}
+				s.run(m, t)
+			})
+			if s.tool == "errors_say_what_the_server_said" {
+				continue
+			}
+			if ok && !wrong[s.tool] {
+				right[s.tool] = true
+			} else {
+				delete(right, s.tool)
+				wrong[s.tool] = true
+			}
+		}
+	}
+	tools := len(matrixSteps) - 1
+	t.Run(fmt.Sprintf("%d_of_%d_tools_right", len(right), tools), func(t *testing.T) {
+		if len(wrong) > 0 {
+			var names []string
+			for n := range wrong {
+				names = append(names, n)
+			}
+			slices.Sort(names)
+			t.Errorf("%s, %s: wrong: %s", users[0].name, mode, strings.Join(names, ", "))
+		}
+	})
+	if mode == "idle" {
+		if st := ms[0].g.App.PoolStats(); st.Expired == 0 {
+			t.Errorf("no pooled connection idled out: %+v", st)
+		}
+	}
+}
+
+// connect makes the user's clients on g (and beta's second on g2).
+func (m *matrix) connect(t *testing.T, g, g2 *gateway) {
+	m.g, m.g2 = g, g2
+	h := map[string]string{"x-imap-user": m.srv.user, "x-imap-pass": m.srv.pass}
 	agent := func(g *gateway, name string) *client.Client {
 		hh := map[string]string{"x-mailbox-agent": name}
 		for k, v := range h {
@@ -126,57 +325,28 @@ func runMatrix(t *testing.T, srv interopServer) {
 		}
 		return mailtest.MCPClient(t, g.URL, hh, "")
 	}
-	m.me = mailtest.MCPClient(t, m.g.URL, h, "")
-	m.alpha, m.beta, m.beta2 = agent(m.g, "alpha"), agent(m.g, "beta"), agent(m.g2, "beta")
-	m.setup(t)
+	m.me = mailtest.MCPClient(t, g.URL, h, "")
+	m.alpha, m.beta, m.beta2 = agent(g, "alpha"), agent(g, "beta"), agent(g2, "beta")
+}
 
-	steps := []struct {
-		tool string
-		run  func(t *testing.T)
-	}{
-		{"imap_list_folders", m.listFolders},
-		{"imap_list_emails", m.listEmails},
-		{"imap_search_emails", m.search},
-		{"imap_read_email", m.read},
-		{"imap_get_thread", m.thread},
-		{"imap_get_attachment", m.attachment},
-		{"imap_peek_inbox", m.peek},
-		{"imap_wait_for_email", m.wait},
-		{"imap_check_inbox", m.check},
-		{"imap_set_flags", m.setFlags},
-		{"imap_create_folder", m.createFolder},
-		{"imap_rename_folder", m.renameFolder},
-		{"imap_move_emails", m.move},
-		{"imap_trash_emails", m.trash},
-		{"imap_delete_folder", m.deleteFolder},
-		{"imap_save_draft", m.saveDraft},
-		{"imap_encrypt_credentials", m.encrypt},
-		{"agent_send", m.agentSend},
-		{"agent_list", m.agentList},
-		{"agent_set_status", m.agentStatus},
-		{"agent_set_state", m.agentSetState},
-		{"agent_get_state", m.agentGetState},
-		{"agent_create_conversation", m.agentCreateConversation},
-		{"agent_list_conversations", m.agentListConversations},
-		{"agent_history", m.agentHistory},
-		{"agent_leave_conversation", m.agentLeave},
-		{"agent_prune", m.agentPrune},
-	}
-	var right []string
-	var wrong []string
-	for _, s := range steps {
-		if t.Run(s.tool, s.run) {
-			right = append(right, s.tool)
-		} else {
-			wrong = append(wrong, s.tool)
+// idledOut waits until the gateways hold no connection, idle or in use:
+// the pool closed every idle one (POOL_IDLE_TIMEOUT), so the next call
+// dials.
+func idledOut(t *testing.T, gs ...*gateway) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for _, g := range gs {
+		for {
+			st := g.App.PoolStats()
+			if st.Idle == 0 && st.InUse == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("pooled connections did not idle out: %+v", st)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	t.Run("errors_say_what_the_server_said", m.errors)
-	t.Run(fmt.Sprintf("%d_of_%d_tools_right", len(right), len(steps)), func(t *testing.T) {
-		if len(wrong) > 0 {
-			t.Errorf("%s: wrong: %s", srv.name, strings.Join(wrong, ", "))
-		}
-	})
 }
 
 // convs is the conversation each run's agent steps share.

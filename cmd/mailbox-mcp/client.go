@@ -152,7 +152,8 @@ var clientCommands = map[string]clientCommand{
 		flags: []clientFlag{
 			{"timeout", "timeout_s", argInt, "seconds to wait at most (the gateway's default when not given)"},
 			folderFlag, tagFlag, fromFlag,
-			{"since-uid", "since_uid", argInt, "return messages with a UID above this one (the cursor of the last wait)"},
+			{"cursor", "cursor", argString, "start here: next_cursor of the last wait or peek (nothing missed or repeated)"},
+			{"since-uid", "since_uid", argInt, "the older form of --cursor: return messages with a UID above this one (0: from the folder's start)"},
 			{"unread-only", "unread_only", argBool, "only unread messages (the gateway's default: true)"},
 		},
 		nothing: noMessages,

@@ -132,6 +132,10 @@ func (c *Client) run(ctx context.Context, creds credentials.Credentials, o *open
 		}
 		conn.srv = conn.host.server()
 		err = bridge(ctx, conn, step, func() error {
+			if err := c.settleLogin(conn); err != nil {
+				return err
+			}
+			conn.srv = conn.host.server()
 			if o != nil {
 				if o.sentWith != conn {
 					conn.begin(o)

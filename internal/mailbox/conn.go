@@ -81,6 +81,9 @@ type Conn struct {
 	selected    string // mailbox name as sent to the server, "" if none
 	selectedRW  bool   // selected read-write (SELECT) rather than EXAMINE
 	uidValidity uint32
+	// uidNext is the selected folder's UIDNEXT when it was selected (0:
+	// not said): what the session's view holds lies below it (fresh.go).
+	uidNext uint32
 	// modSeqs: the selected folder keeps mod-sequences (its select
 	// answered HIGHESTMODSEQ, not NOMODSEQ: RFC 7162).
 	modSeqs   bool
@@ -112,6 +115,11 @@ type Conn struct {
 	// tap reads a conditional STORE's whole answer (consume.go); nil on
 	// a connection made without one.
 	tap *modifiedTap
+	// For what the server does with commands sent behind a LOGIN
+	// (pipelining.go): the greeting, and the probe that went behind this
+	// connection's LOGIN, until it is judged (nil when none did).
+	greet *greetingConn
+	probe *loginProbe
 }
 
 // place is name as a folder of the server conn talks to, with what is
@@ -207,7 +215,7 @@ func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials
 		return nil, err
 	}
 	defer func(start time.Time) { ep.Observed(transport.StepLogin, start, err) }(time.Now())
-	conn := &Conn{host: cfg.state, tap: &modifiedTap{}}
+	conn := &Conn{host: cfg.state, tap: &modifiedTap{}, greet: &greetingConn{Conn: netConn}}
 	opts := &imapclient.Options{TLSConfig: ep.ClientTLS(), WordDecoder: mailmsg.WordDecoder(),
 		UnilateralDataHandler: countChanges(&conn.changes, &conn.gains), DebugWriter: conn.tap}
 	if tune != nil {
@@ -220,7 +228,7 @@ func dialAndLogin(ctx context.Context, cfg Config, creds credentials.Credentials
 	// greetAndLogin runs on this goroutine, so step is safe to read after.
 	step := ep.ConnectStep()
 	stop := context.AfterFunc(ctx, func() { netConn.Close() })
-	err = greetAndLogin(ctx, ep, netConn, opts, creds, conn, o, &step)
+	err = greetAndLogin(ctx, ep, conn.greet, opts, creds, conn, o, &step)
 	if !stop() {
 		if conn.c != nil {
 			conn.Close()
@@ -302,6 +310,7 @@ func greetAndLogin(ctx context.Context, ep transport.Endpoint, netConn net.Conn,
 	if err := login.Wait(); err != nil {
 		switch {
 		case preauthenticated(c, err):
+			return nil
 		case c.Caps().Has(imap.CapLoginDisabled):
 			conn.Close()
 			return errLoginDisabled()
@@ -328,32 +337,33 @@ func errLoginDisabled() error {
 	return mailerr.New(mailerr.Auth, "the mail server refuses logins on this connection (LOGINDISABLED); check IMAP_SECURITY")
 }
 
-// sendLogin sends LOGIN without waiting for its answer and, behind it, the
-// opening o as far as it may go (opening.go): its select when the folder's
-// name goes ahead, and its commands when the host's capabilities are known.
-// RFC 9051 5.5 lets a client send commands without waiting; a server runs
-// commands that depend on an earlier one in order (Dovecot hands what
-// follows a LOGIN to the imap process it starts), and if the LOGIN fails,
-// they fail as commands of a connection that is not logged in, and the
-// connection is closed.
+// sendLogin sends LOGIN without waiting for its answer and, behind it,
+// the opening o when the server is known to keep commands sent there
+// (pipelining.go) and the folder's name may go before the capabilities
+// are known. RFC 9051 5.5 lets a client send commands without waiting; a
+// server runs commands that depend on an earlier one in order (Dovecot
+// hands what follows a LOGIN to the imap process it starts), and if the
+// LOGIN fails, they fail as commands of a connection that is not logged
+// in, and the connection is closed. On a server not known yet, a probe
+// goes behind the LOGIN instead, unless the greeting, already read, says
+// who it is.
 func sendLogin(c *imapclient.Client, creds credentials.Credentials, conn *Conn, o *opening) *imapclient.Command {
 	login := c.Login(creds.User, creds.Password())
-	if o == nil || o.folder != "" && !goesAhead(o.folder) {
-		return login
-	}
 	srv := conn.host.server()
-	if o.folder != "" {
-		// Whether the server has SPECIAL-USE is known only after the
-		// LOGIN, unless learned before: the LIST goes anyway, and
-		// finishSelect ignores it if not.
-		conn.inflight = startSelect(c, o.folder, !o.rw, o.condStore, true)
-		o.selectOnly = conn
-	}
-	if srv != nil {
+	switch {
+	case srv.keepsAfterLogin():
+		if o == nil || o.folder != "" && !goesAhead(o.folder) {
+			return login
+		}
+		if o.folder != "" {
+			conn.inflight = startSelect(c, o.folder, !o.rw, o.condStore, srv.HasSpecialUse())
+		}
 		if o.send != nil {
 			o.send(conn, srv.caps)
 		}
-		o.sentWith, o.selectOnly = conn, nil
+		o.sentWith = conn
+	case !srv.afterLoginKnown() && afterLoginOf(conn.greet.greeting(), "greeting") == nil:
+		conn.probe = startProbe(c)
 	}
 	return login
 }

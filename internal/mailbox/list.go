@@ -447,6 +447,7 @@ func (conn *Conn) finishSelect(s *selecting) (*imap.SelectData, error) {
 		role = conn.srv.Namespace.roleByName(s.folder)
 	}
 	conn.selected, conn.selectedRW, conn.uidValidity, conn.role = s.folder, !s.readOnly, data.UIDValidity, role
+	conn.uidNext = uint32(data.UIDNext)
 	conn.modSeqs = data.HighestModSeq != 0
 	return data, nil
 }

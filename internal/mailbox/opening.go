@@ -7,17 +7,20 @@ package mailbox
 // commands the operation sends first (a UID FETCH of a message the caller
 // named, a SEARCH, a STATUS, a LIST). On a connection the pool dials for the
 // call they follow the LOGIN in the same flight (sendLogin: over implicit
-// TLS, and after STARTTLS, even before the greeting), so that a cold call
+// TLS, and after STARTTLS, even before the greeting) where the server is
+// known to keep commands sent there (pipelining.go), so that a cold call
 // costs the TCP and TLS handshakes and then the same flights as a warm one.
 // Commands after a SELECT that might fail are read-only: a server that
 // refuses the SELECT has no folder selected (RFC 3501 6.3.1), so they fail
 // too, and the SELECT's error is what the operation reports.
 //
-// Behind a LOGIN the server's capabilities are not known yet: an opening
-// that depends on them (ESEARCH, LIST-STATUS, THREAD) is sent there only
-// when the host's capabilities were learned on an earlier connection
-// (hostState); otherwise it goes right after the LOGIN's answer, one round
-// trip later, as on the very first connection to a host.
+// Behind a LOGIN the connection's own capabilities are not known yet: an
+// opening goes there only when the host was learned on an earlier
+// connection (hostState), with the capabilities learned then (ESEARCH,
+// LIST-STATUS, THREAD), and is known to keep what follows a LOGIN.
+// Otherwise it goes right after the LOGIN's answer, one round trip later,
+// as on the very first connection to a host and on every connection to a
+// server that drops them (Courier).
 //
 // Freshness: Dovecot brings a session's view of its selected folder up to
 // date at the end of a command, and runs a SEARCH pipelined behind a NOOP
@@ -80,9 +83,6 @@ type opening struct {
 	// sentWith is the connection whose LOGIN the opening went out with
 	// (set by sendLogin through dial).
 	sentWith *Conn
-	// selectOnly is the connection whose LOGIN the select went out with
-	// when send could not (the host's capabilities were not known yet).
-	selectOnly *Conn
 }
 
 type openingKey struct{}
@@ -110,25 +110,23 @@ func openingFrom(ctx context.Context) *opening {
 func (conn *Conn) begin(o *opening) {
 	cl := conn.client()
 	conn.mark, conn.gainMark = conn.changes.Load(), conn.gains.Load()
-	if o.selectOnly != conn {
-		switch {
-		case o.folder == "":
-		case conn.isOpen(o.folder, o.rw) || o.either && conn.isOpen(o.folder, !o.rw):
-			if o.fresh {
-				// A select's own EXISTS would count as a change: only
-				// a flight behind the NOOP is watched.
-				if o.fetchless && conn.tap != nil {
-					conn.tap.watch()
-					conn.watching = true
-				}
-				cl.Noop()
-				conn.refreshed = true
+	switch {
+	case o.folder == "":
+	case conn.isOpen(o.folder, o.rw) || o.either && conn.isOpen(o.folder, !o.rw):
+		if o.fresh {
+			// A select's own EXISTS would count as a change: only
+			// a flight behind the NOOP is watched.
+			if o.fetchless && conn.tap != nil {
+				conn.tap.watch()
+				conn.watching = true
 			}
-		default:
-			conn.selected, conn.role = "", ""
-			caps := cl.Caps()
-			conn.inflight = startSelect(cl, o.folder, !o.rw, o.condStore, caps.Has(imap.CapSpecialUse))
+			cl.Noop()
+			conn.refreshed = true
 		}
+	default:
+		conn.selected, conn.role = "", ""
+		caps := cl.Caps()
+		conn.inflight = startSelect(cl, o.folder, !o.rw, o.condStore, caps.Has(imap.CapSpecialUse))
 	}
 	if o.send != nil {
 		o.send(conn, cl.Caps())

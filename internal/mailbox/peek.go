@@ -42,9 +42,11 @@ type PeekResult struct {
 	Folder      string `json:"folder"`
 	Tag         string `json:"tag,omitempty"`
 	UIDValidity uint32 `json:"uid_validity"`
-	// NextSinceUID is UIDNEXT-1: a wait with this cursor returns what
-	// arrives after the peek.
-	NextSinceUID uint32 `json:"next_since_uid" desc:"pass this as since_uid to a wait to get what arrives after this look"`
+	// NextCursor is where a wait for what arrives after the peek starts
+	// (position.go): the folder's UIDNEXT; NextSinceUID is UIDNEXT-1,
+	// the same in the older form (0: the folder's start).
+	NextCursor   string `json:"next_cursor,omitempty" desc:"pass this as cursor to imap_wait_for_email to get what arrives after this look, nothing missed"`
+	NextSinceUID uint32 `json:"next_since_uid" desc:"the same position in the older form, for since_uid (0: the folder's start)"`
 	Total        uint32 `json:"total"`
 	Unread       uint32 `json:"unread"`
 	// Times are when the server received the message (INTERNALDATE), not
@@ -285,6 +287,7 @@ func newPeek(folder, tag string, sd *imap.StatusData) *PeekResult {
 	out := &PeekResult{Folder: folder, Tag: tag, UIDValidity: sd.UIDValidity, BySender: []SenderCount{}}
 	if sd.UIDNext > 0 {
 		out.NextSinceUID = uint32(sd.UIDNext) - 1
+		out.NextCursor = positionAfter(normFolder(folder), sd.UIDValidity, out.NextSinceUID)
 	}
 	return out
 }

@@ -122,6 +122,11 @@ func (c *Client) Read(ctx context.Context, creds credentials.Credentials, o Read
 			return err
 		}
 		m, err := readStarted(conn.client(), first, folder, o.UID, o.Offset, maxChars, o.IncludeHidden)
+		if conn.mayNotSeeYet(err, o.UID) {
+			if err = conn.catchUp(folder); err == nil {
+				m, err = readMessageHidden(conn.client(), folder, o.UID, o.Offset, maxChars, o.IncludeHidden)
+			}
+		}
 		if err != nil {
 			return err
 		}

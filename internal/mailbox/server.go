@@ -18,7 +18,11 @@ package mailbox
 //     defaults report new mail only on their own poll (60 s); a wait that
 //     finds mail on its re-check that IDLE did not announce records it;
 //   - special-use attributes: where the server has none (Courier), roles
-//     come from the usual names (Sent, Drafts, Trash, …).
+//     come from the usual names (Sent, Drafts, Trash, …);
+//   - commands sent behind a LOGIN: Courier drops them, Dovecot and Cyrus
+//     keep them; known from the server's greeting or ID, else from a probe
+//     on its first connections, and until then nothing goes there
+//     (pipelining.go).
 //
 // Two more differences are not learned but avoided on every server, since
 // avoiding them costs nothing: APPEND to a folder the same connection has
@@ -55,6 +59,9 @@ type Server struct {
 	// STORE mean (consume.go): from the server's ID, or learned from a
 	// claim's answer.
 	flagsMode atomic.Int32
+	// afterLogin: whether the server keeps commands sent behind a LOGIN
+	// (pipelining.go); nil until known, and nothing goes there meanwhile.
+	afterLogin atomic.Pointer[afterLogin]
 }
 
 // Namespace is the user's personal namespace: its prefix ("" or "INBOX."),
@@ -252,10 +259,15 @@ func (c *Client) learn(conn *Conn) (*Server, error) {
 			}
 		}
 	}
+	// Who the server is says what it does with commands behind a LOGIN
+	// (pipelining.go): its greeting, else its ID, else (below) what this
+	// connection's probe found.
+	s.noteAfterLogin(afterLoginOf(conn.greet.greeting(), "greeting"))
 	if idCmd != nil {
 		// Its name says what FLAGS in a STORE's answer mean (consume.go).
 		if id, err := idCmd.Wait(); err == nil && id != nil {
 			s.flagsMode.Store(int32(storeFlagsOf(id.Name)))
+			s.noteAfterLogin(afterLoginOf(id.Name, "ID"))
 		} else if err != nil && !asIMAP(err, new(*imap.Error)) {
 			return nil, imapError(err, "")
 		}
@@ -279,10 +291,14 @@ func (c *Client) learn(conn *Conn) (*Server, error) {
 			return nil, imapError(err, "")
 		}
 	}
+	// The commands above were answered after the probe's NOOP.
+	s.noteAfterLogin(conn.afterLoginOn())
 	if conn.host == nil { // a connection of its own, made without a host (tests)
 		return s, nil
 	}
-	conn.host.srv.CompareAndSwap(nil, s)
+	if conn.host.srv.CompareAndSwap(nil, s) {
+		c.logAfterLogin(s)
+	}
 	return conn.host.srv.Load(), nil
 }
 

@@ -66,10 +66,15 @@ type WaitOptions struct {
 	// UnreadOnly skips messages that are already \Seen when the wait
 	// looks at them.
 	UnreadOnly bool
-	// SinceUID is the cursor: messages with a higher UID count as new,
-	// and those already there are returned at once. 0 means "newer than
-	// the call": the folder's UIDNEXT-1 when the wait opens it.
-	SinceUID uint32
+	// Cursor is where the wait starts (position.go): the NextCursor of an
+	// earlier wait or peek of this folder. Messages from the cursor on
+	// count as new, and those already there are returned at once.
+	Cursor string
+	// SinceUID is the older form of the cursor (a NextSinceUID): messages
+	// with a higher UID count as new; 0 is the start of the folder. With
+	// neither, only mail newer than the call counts (the folder's
+	// UIDNEXT when the wait opens it).
+	SinceUID *uint32
 	// UIDValidity is the folder's UIDVALIDITY that SinceUID belongs to
 	// (a previous result's); 0: not checked.
 	UIDValidity uint32
@@ -82,15 +87,17 @@ type WaitOptions struct {
 // WaitResult is what a wait found: new messages, or a timeout.
 type WaitResult struct {
 	Folder      string `json:"folder"`
-	UIDValidity uint32 `json:"uid_validity" desc:"the folder's UIDVALIDITY: UIDs and next_since_uid are valid as long as it stays the same"`
+	UIDValidity uint32 `json:"uid_validity" desc:"the folder's UIDVALIDITY: UIDs and next_since_uid are valid as long as it stays the same (next_cursor carries it)"`
 	// Messages are the new matching messages, oldest first; empty (not
 	// nil) on a timeout.
 	Messages []Summary `json:"messages" desc:"the new messages that match, oldest first; empty when the wait timed out"`
-	// NextSinceUID is the cursor for the next wait: every message up to
-	// this UID has been looked at (and the matching ones returned), so
-	// passing it as SinceUID misses nothing and repeats nothing.
-	NextSinceUID uint32 `json:"next_since_uid" desc:"pass this as since_uid to the next wait: every message up to this UID has been looked at, so nothing is missed or returned twice between two waits"`
-	More         bool   `json:"more,omitempty" desc:"more matching messages arrived than one answer holds; the next wait with next_since_uid returns them at once"`
+	// NextCursor is the cursor for the next wait: every message before it
+	// has been looked at (and the matching ones returned), so passing it
+	// as Cursor misses nothing and repeats nothing. NextSinceUID is the
+	// same in the older form: every UID up to it looked at (0: none).
+	NextCursor   string `json:"next_cursor" desc:"pass this as cursor to the next wait: every message before it has been looked at, so nothing is missed or returned twice between two waits (it names the folder and its UIDVALIDITY)"`
+	NextSinceUID uint32 `json:"next_since_uid" desc:"the same position in the older form (every UID up to this one looked at; 0: none yet, the folder's start): passing it as since_uid also misses nothing"`
+	More         bool   `json:"more,omitempty" desc:"more matching messages arrived than one answer holds; the next wait with next_cursor returns them at once"`
 	TimedOut     bool   `json:"timed_out" desc:"true when nothing matching arrived in time; not an error"`
 }
 
@@ -231,6 +238,17 @@ func (c *Client) Wait(ctx context.Context, creds credentials.Credentials, o Wait
 		return nil, err
 	}
 	o.Folder = folder
+	if o.Cursor != "" {
+		if o.SinceUID != nil {
+			return nil, mailerr.New(mailerr.BadInput, "give cursor or since_uid, not both (cursor is the newer form of the same position)")
+		}
+		p, err := parsePosition(o.Cursor, normFolder(folder))
+		if err != nil {
+			return nil, err
+		}
+		since := p.Next - 1
+		o.SinceUID, o.UIDValidity = &since, p.UV
+	}
 	w, err := newWaiter(c, o, progress)
 	if err != nil {
 		return nil, err
@@ -257,7 +275,7 @@ type waiter struct {
 	folder    string
 	crit      imap.SearchCriteria // without the UID range
 	tag       string
-	since     uint32
+	since     *uint32 // nil: from now
 	wantUV    uint32
 	timeout   time.Duration
 	pollEvery time.Duration // 0: IDLE where offered
@@ -277,6 +295,10 @@ type waiter struct {
 
 func newWaiter(c *Client, o WaitOptions, progress func()) (*waiter, error) {
 	w := &waiter{c: c, folder: normFolder(o.Folder), tag: o.Tag, since: o.SinceUID, wantUV: o.UIDValidity, progress: progress}
+	if w.since != nil {
+		// A wait that ends before it has looked hands the cursor back.
+		w.base, w.uv = *w.since, w.wantUV
+	}
 	switch {
 	case o.Timeout == 0:
 		w.timeout = DefaultWaitTimeout
@@ -316,7 +338,17 @@ func checkTerm(name, s string) error {
 }
 
 func (w *waiter) timedOut() *WaitResult {
-	return &WaitResult{Folder: w.folder, UIDValidity: w.uv, Messages: []Summary{}, NextSinceUID: w.base, TimedOut: true}
+	return w.result(nil, w.base, false)
+}
+
+// result is the wait's answer: msgs, and the cursor after next (every UID
+// up to it looked at); no messages is a timeout.
+func (w *waiter) result(msgs []Summary, next uint32, more bool) *WaitResult {
+	r := &WaitResult{Folder: w.folder, UIDValidity: w.uv, Messages: msgs, NextSinceUID: next, NextCursor: positionAfter(w.folder, w.uv, next), More: more}
+	if len(msgs) == 0 {
+		r.Messages, r.TimedOut = []Summary{}, true
+	}
+	return r
 }
 
 // run runs sessions until one returns, dialling again after a lost
@@ -584,8 +616,11 @@ func (w *waiter) open(ctx context.Context, conn *Conn) error {
 	case w.wantUV != 0 && sd.UIDValidity != w.wantUV:
 		return uidValidityChanged(w.folder)
 	}
-	w.started, w.uv, w.base = true, sd.UIDValidity, w.since
-	if w.since == 0 && sd.UIDNext > 0 {
+	w.started, w.uv = true, sd.UIDValidity
+	switch {
+	case w.since != nil:
+		w.base = *w.since
+	case sd.UIDNext > 0:
 		w.base = uint32(sd.UIDNext) - 1
 	}
 	return nil
@@ -663,7 +698,7 @@ func (w *waiter) check(ctx context.Context, conn *Conn) (*WaitResult, error) {
 			return nil // none, or expunged in the meantime
 		}
 		slices.SortFunc(msgs, func(a, b Summary) int { return int(int64(a.UID) - int64(b.UID)) })
-		res = &WaitResult{Folder: w.folder, UIDValidity: w.uv, Messages: msgs, NextSinceUID: next, More: more}
+		res = w.result(msgs, next, more)
 		return nil
 	})
 	return res, err

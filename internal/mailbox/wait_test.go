@@ -109,7 +109,7 @@ func TestWaitWakes(t *testing.T) {
 			t.Fatalf("poll %v: the wait did not wake", poll)
 		}
 		// From the old cursor, both are there already: returned at once, oldest first.
-		res, err := c.Wait(context.Background(), creds, WaitOptions{SinceUID: 1, Timeout: time.Second}, nil)
+		res, err := c.Wait(context.Background(), creds, WaitOptions{SinceUID: new(uint32(1)), Timeout: time.Second}, nil)
 		if err != nil || len(res.Messages) != 2 || res.Messages[0].UID != 2 || res.Messages[1].UID != 3 || res.TimedOut {
 			t.Fatalf("poll %v: %+v %v", poll, res, err)
 		}

@@ -10,12 +10,13 @@ import (
 )
 
 type waitArgs struct {
-	Folder     string `json:"folder" max:"1000" desc:"Folder to watch (default INBOX; for a caller with an agent name, its agent folder)."`
-	From       string `json:"from" max:"1000" desc:"Only messages whose From header contains this (name or address)."`
-	Tag        string `json:"tag" max:"32" desc:"Only messages carrying this tag (X-Mailbox-Tags)."`
-	UnreadOnly *bool  `json:"unread_only" default:"true" desc:"Only unread messages (default true)."`
-	SinceUID   uint32 `json:"since_uid" desc:"The cursor: return matching messages with a higher UID, including those already there. Pass next_since_uid of the previous wait (or peek) so nothing is missed between two waits. Without it, only mail newer than the call counts."`
-	TimeoutS   int    `json:"timeout_s" min:"1" max:"3600" default:"25" desc:"How long to wait, in seconds (default 25, at most 3600). Clients that reset their timeout on progress (the call sends a progress notification every 10 s when given a progress token) can wait long; others should stay below their own request timeout."`
+	Folder     string  `json:"folder" max:"1000" desc:"Folder to watch (default INBOX; for a caller with an agent name, its agent folder)."`
+	From       string  `json:"from" max:"1000" desc:"Only messages whose From header contains this (name or address)."`
+	Tag        string  `json:"tag" max:"32" desc:"Only messages carrying this tag (X-Mailbox-Tags)."`
+	UnreadOnly *bool   `json:"unread_only" default:"true" desc:"Only unread messages (default true)."`
+	Cursor     string  `json:"cursor" max:"1000" desc:"Where to start: next_cursor of the previous wait (or of a peek) of this folder. Matching messages from there on are returned, including those already there, so nothing is missed or repeated between two waits. Without cursor and since_uid, only mail newer than the call counts."`
+	SinceUID   *uint32 `json:"since_uid" desc:"The older form of cursor: return matching messages with a UID above this one (next_since_uid of the previous wait or peek); 0 is the start of the folder. Give cursor or since_uid, not both."`
+	TimeoutS   int     `json:"timeout_s" min:"1" max:"3600" default:"25" desc:"How long to wait, in seconds (default 25, at most 3600). Clients that reset their timeout on progress (the call sends a progress notification every 10 s when given a progress token) can wait long; others should stay below their own request timeout."`
 }
 
 // WaitResult is imap_wait_for_email's result.
@@ -28,7 +29,7 @@ var waitForEmail = Def[waitArgs, WaitResult]{
 	Name:  "imap_wait_for_email",
 	Title: "Wait for email",
 	Description: "Wait until a new message matching the filters arrives (folder, default INBOX, or the agent's own folder when the caller has an agent name; from; tag; unread_only, default true), or until timeout_s runs out; a timeout is a normal result (timed_out: true, no messages), not an error. " +
-		"Matching mail already there with a UID above since_uid is returned at once; without since_uid only mail newer than the call counts. Pass next_since_uid to the next wait so nothing is missed or repeated. " +
+		"Matching mail already there from the cursor on is returned at once; without a cursor only mail newer than the call counts. Pass next_cursor to the next wait (or a peek's next_cursor to the first) so nothing is missed or repeated; since_uid (next_since_uid) is the older form, where 0 is the start of the folder. " +
 		"Uses IMAP IDLE on a connection of its own (polling every 2 s where the server lacks IDLE), so new mail is seen within a moment of its arrival. Changes nothing.",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
 	Timeout: func(d *Deps, a waitArgs) time.Duration {
@@ -43,7 +44,7 @@ var waitForEmail = Def[waitArgs, WaitResult]{
 		start := time.Now()
 		res, err := c.Mailbox.Wait(ctx, c.Creds, mailbox.WaitOptions{
 			Folder: folder, From: a.From, Tag: a.Tag, UnreadOnly: a.UnreadOnly == nil || *a.UnreadOnly,
-			SinceUID: a.SinceUID, Timeout: limit,
+			Cursor: a.Cursor, SinceUID: a.SinceUID, Timeout: limit,
 		}, func() {
 			c.Progress(time.Since(start).Seconds(), limit.Seconds(), "still waiting for new mail")
 		})
@@ -63,7 +64,7 @@ var waitForEmail = Def[waitArgs, WaitResult]{
 		if r.More {
 			b.WriteString("More matching messages arrived: wait again with the cursor to get them at once.\n")
 		}
-		fmt.Fprintf(&b, "Next wait: pass since_uid=%d.\n", r.NextSinceUID)
+		fmt.Fprintf(&b, "Next wait: pass cursor=%s (or since_uid=%d).\n", r.NextCursor, r.NextSinceUID)
 		return b.String()
 	},
 	Example: map[string]any{"folder": "INBOX", "since_uid": 1, "timeout_s": 5},
@@ -107,7 +108,7 @@ var peekInbox = Def[peekArgs, PeekResult]{
 	Name:  "imap_peek_inbox",
 	Title: "Peek at inbox",
 	Description: "One cheap look at a folder (default INBOX, or the agent's own folder when the caller has an agent name) that changes nothing: how many messages and how many unread, when the oldest unread and the newest arrived, and the unread count per sender (top 20). " +
-		"With tag, every count is about the messages carrying that tag. next_since_uid starts a wait for what arrives after this look.",
+		"With tag, every count is about the messages carrying that tag. next_cursor starts a wait (imap_wait_for_email cursor) for what arrives after this look.",
 	ReadOnly: true, Idempotent: true, OpenWorld: true,
 	Run: func(ctx context.Context, c *Call, a peekArgs) (PeekResult, error) {
 		folder, err := agentDefault(ctx, c, a.Folder)
@@ -147,7 +148,7 @@ var peekInbox = Def[peekArgs, PeekResult]{
 			}
 			b.WriteString(fence{marker: r.Untrusted.Marker}.wrap(s.String()))
 		}
-		fmt.Fprintf(&b, "To wait for what comes next: since_uid=%d.\n", r.NextSinceUID)
+		fmt.Fprintf(&b, "To wait for what comes next: cursor=%s (or since_uid=%d).\n", r.NextCursor, r.NextSinceUID)
 		return b.String()
 	},
 	Example: map[string]any{"folder": "INBOX"},
