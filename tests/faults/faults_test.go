@@ -190,7 +190,8 @@ func TestLostStoreAnswerInCheckInbox(t *testing.T) {
 }
 
 // Resets during SMTP's DATA (before the final dot) and right after it
-// (once Postfix took the message), with and without an idempotency key:
+// (once Postfix took the message), and silence after it, with and without
+// an idempotency key:
 // "nothing was sent" only when Postfix has nothing, "may have been sent"
 // only when it has, the Sent copy flagged in the second case, no advice to
 // try again there, a retry with the key never sends twice; counted in
@@ -207,15 +208,18 @@ func TestSMTPResetsAroundTheDot(t *testing.T) {
 		res, _ := r.call(c, toolTimeout, "smtp_send_email", args)
 		return res
 	}
+	dot := func(l []byte) bool { return string(l) == ".\r\n" }
 	for _, tc := range []struct {
-		name string
-		at   func([]byte) bool
+		name   string
+		at     func([]byte) bool
+		action faultproxy.Action
 		// delivered: how many Postfix has after the fault
 		delivered int
 		says      string
 	}{
-		{"reset at DATA", line("DATA"), 0, "nothing was sent"},
-		{"reset after the dot", func(l []byte) bool { return string(l) == ".\r\n" }, 1, "may have been sent"},
+		{"reset at DATA", line("DATA"), faultproxy.LoseAnswer, 0, "nothing was sent"},
+		{"reset after the dot", dot, faultproxy.LoseAnswer, 1, "may have been sent"},
+		{"silence after the dot", dot, faultproxy.StallAnswer, 1, "may have been sent"},
 	} {
 		for _, withKey := range []bool{false, true} {
 			name := tc.name
@@ -226,7 +230,7 @@ func TestSMTPResetsAroundTheDot(t *testing.T) {
 			}
 			t.Run(name, func(t *testing.T) {
 				subject := fmt.Sprintf("%s %d", name, time.Now().UnixNano())
-				r.fsmtp.Arm(faultproxy.Fault{Match: tc.at, Action: faultproxy.LoseAnswer})
+				r.fsmtp.Arm(faultproxy.Fault{Match: tc.at, Action: tc.action})
 				res := send(subject, key)
 				text := mailtest.Text(res)
 				if !res.IsError || !strings.Contains(text, tc.says) {
