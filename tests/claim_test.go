@@ -9,6 +9,7 @@ package tests
 
 import (
 	"bufio"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net"
@@ -264,14 +265,31 @@ func TestExactlyOnceCyrus(t *testing.T) {
 
 // killProxy forwards IMAP between a gateway and the server; when the
 // server answers OK to a conditional STORE it kills the gateway process
-// (SIGKILL) instead of passing the answer on.
+// (SIGKILL) instead of passing the answer on. beforeStore, when set, runs
+// once when the first conditional STORE arrives, before it goes on; with
+// atStore the gateway is killed then instead, and the STORE never goes.
 type killProxy struct {
-	addr   string
-	target string
-	mu     sync.Mutex
-	victim *os.Process
-	killed chan struct{}
-	once   sync.Once
+	addr        string
+	target      string
+	mu          sync.Mutex
+	victim      *os.Process
+	killed      chan struct{}
+	once        sync.Once
+	beforeStore func()
+	atStore     bool
+	held        sync.Once
+}
+
+// kill kills the victim, once.
+func (p *killProxy) kill() {
+	p.once.Do(func() {
+		p.mu.Lock()
+		if p.victim != nil {
+			p.victim.Signal(syscall.SIGKILL)
+		}
+		p.mu.Unlock()
+		close(p.killed)
+	})
 }
 
 func startKillProxy(t *testing.T, target string) *killProxy {
@@ -312,6 +330,14 @@ func (p *killProxy) serve(c net.Conn) {
 					mu.Lock()
 					tags[f[0]] = true
 					mu.Unlock()
+					if p.atStore {
+						p.kill()
+						s.Close()
+						return
+					}
+					if p.beforeStore != nil {
+						p.held.Do(p.beforeStore)
+					}
 				}
 				if _, werr := s.Write([]byte(line)); werr != nil {
 					return
@@ -331,14 +357,7 @@ func (p *killProxy) serve(c net.Conn) {
 			hit := tags[f[0]]
 			mu.Unlock()
 			if hit {
-				p.once.Do(func() {
-					p.mu.Lock()
-					if p.victim != nil {
-						p.victim.Signal(syscall.SIGKILL)
-					}
-					p.mu.Unlock()
-					close(p.killed)
-				})
+				p.kill()
 				return
 			}
 		}
@@ -421,4 +440,133 @@ func (d *drained) asResult() map[string]any {
 		loose = append(loose, float64(u))
 	}
 	return map[string]any{"messages": msgs, "at_least_once": loose, "exactly_once": d.exact}
+}
+
+// sameSlotKeys are two idempotency keys whose claim keyword is the same
+// (the gateway's 32 slots, chosen by the key's hash).
+func sameSlotKeys(prefix string) (string, string) {
+	slot := func(k string) byte {
+		sum := sha256.Sum256([]byte("mailbox-mcp claim v1\x00" + k))
+		return sum[16] % 32
+	}
+	a := prefix + "-a"
+	for i := 0; ; i++ {
+		if b := fmt.Sprintf("%s-b%d", prefix, i); slot(b) == slot(a) {
+			return a, b
+		}
+	}
+}
+
+// A crash between a claim's steps, with two idempotency keys that share a
+// keyword slot (issue 35). Gateway A claims two messages with key A; while
+// its conditional STORE is on the way, gateway B claims the oldest of them
+// with key B (same slot) and returns it; A's STORE then takes the other
+// one, and A is killed before it hears the answer. A's retry, on B, returns
+// A's message only (on Cyrus exactly once; on Dovecot, whose conditional
+// STORE is not atomic, named at least once), never B's; B's retry returns
+// B's; nothing is left \Seen without having been returned. Killed before
+// its STORE, A's retry returns nothing and nothing is \Seen.
+func TestClaimCrashWithTwoKeysOfOneSlot(t *testing.T) {
+	bin := buildGateway(t)
+	for _, srv := range claimServers(t) {
+		for _, atStore := range []bool{false, true} {
+			name := srv.name + "/killed_after_its_STORE_while_another_key_of_its_slot_claims"
+			if atStore {
+				name = srv.name + "/killed_before_its_STORE"
+			}
+			t.Run(name, func(t *testing.T) {
+				d := srv.dial(t)
+				folder := fmt.Sprintf("%sSlot%d", srv.prefix, time.Now().UnixNano()%1e9)
+				all := fillFolder(t, d, folder, 4)
+				keyA, keyB := sameSlotKeys(fmt.Sprintf("slot-%d", time.Now().UnixNano()))
+				proxy := startKillProxy(t, srv.plainAddr)
+				_, pport, _ := net.SplitHostPort(proxy.addr)
+				a := startGatewayProc(t, bin, "IMAP_HOST=127.0.0.1", "IMAP_PORT="+pport, "IMAP_SECURITY=plain", "ALLOW_PLAINTEXT_AUTH=true")
+				proxy.mu.Lock()
+				proxy.victim = a.cmd.Process
+				proxy.mu.Unlock()
+				b := startGatewayProc(t, bin, srv.env...)
+				h := map[string]string{"x-imap-user": srv.user, "x-imap-pass": srv.pass}
+				cb := mailtest.MCPClient(t, b.URL, h, "")
+				argsA := map[string]any{"folder": folder, "limit": 2, "idempotency_key": keyA}
+				argsB := map[string]any{"folder": folder, "limit": 1, "idempotency_key": keyB}
+				var byB map[string]any
+				proxy.atStore = atStore
+				if !atStore {
+					proxy.beforeStore = func() { byB = claimCall(t, cb, argsB) }
+				}
+				res, err := mailtest.CallErr(mailtest.MCPClient(t, a.URL, h, ""), "imap_check_inbox", argsA)
+				select {
+				case <-proxy.killed:
+				case <-time.After(10 * time.Second):
+					t.Fatalf("gateway A was not killed (result %v, %v)", res, err)
+				}
+				seen := func() []imap.UID {
+					return searchUIDs(t, srv.dial(t), folder, &imap.SearchCriteria{Flag: []imap.Flag{imap.FlagSeen}})
+				}
+				again := claimCall(t, cb, argsA)
+				if again["repeated"] != true {
+					t.Errorf("A's retry is not a repeat: %v", again)
+				}
+				if atStore {
+					if got := uidsOf(again["messages"]); len(got) != 0 || len(seen()) != 0 {
+						t.Fatalf("killed before its STORE: the retry returned %v, \\Seen: %v", got, seen())
+					}
+				} else {
+					if got := uidsOf(byB["messages"]); !slices.Equal(got, all[:1]) || byB["exactly_once"] != true {
+						t.Fatalf("B claimed %v (exactly_once %v), want %v", got, byB["exactly_once"], all[:1])
+					}
+					if s := seen(); !slices.Equal(s, all[:2]) {
+						t.Fatalf("after A's STORE, \\Seen: %v, want %v", s, all[:2])
+					}
+					got := uidsOf(again["messages"])
+					if !slices.Equal(got, all[1:2]) {
+						t.Fatalf("A's retry returned %v (exactly_once %v), want A's own %v and never B's %v", got, again["exactly_once"], all[1:2], all[:1])
+					}
+					loose := list(again["at_least_once"])
+					switch srv.name {
+					case "cyrus":
+						if again["exactly_once"] != true || len(loose) != 0 {
+							t.Errorf("Cyrus (atomic conditional STORE): exactly_once %v, at_least_once %v", again["exactly_once"], loose)
+						}
+					default:
+						if again["exactly_once"] != false || len(loose) != 1 || num(loose[0]) != uint32(all[1]) {
+							t.Errorf("Dovecot: exactly_once %v, at_least_once %v; want %d named at least once", again["exactly_once"], loose, all[1])
+						}
+					}
+					if got := uidsOf(claimCall(t, cb, argsB)["messages"]); !slices.Equal(got, all[:1]) {
+						t.Errorf("B's retry returned %v, want %v", got, all[:1])
+					}
+				}
+				// A new key takes the rest; each message returned once,
+				// nothing \Seen unreturned.
+				d2 := &drained{got: map[uint32]int{}, loose: map[uint32]bool{}, exact: true}
+				d2.add(again)
+				if byB != nil {
+					d2.add(byB)
+				}
+				d2.add(drain(t, []*client.Client{cb}, folder, map[string]any{"idempotency_key": keyA + "-next"}).asResult())
+				d2.check(t, srv.dial(t), folder, all, false)
+			})
+		}
+	}
+}
+
+// claimCall calls imap_check_inbox and decodes its result.
+func claimCall(t *testing.T, c *client.Client, args map[string]any) map[string]any {
+	t.Helper()
+	res, err := mailtest.CallErr(c, "imap_check_inbox", args)
+	if err != nil {
+		t.Errorf("imap_check_inbox %v: %v", args, err)
+		return nil
+	}
+	if res.IsError {
+		t.Errorf("imap_check_inbox %v: %s", args, mailtest.Text(res))
+		return nil
+	}
+	var out map[string]any
+	if err := mailtest.DecodeErr(res, &out); err != nil {
+		t.Error(err)
+	}
+	return out
 }

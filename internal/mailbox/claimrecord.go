@@ -1,28 +1,39 @@
 package mailbox
 
-// Claims with an idempotency key (ConsumeOptions.IdempotencyKey): a retry with the same key, from any gateway, returns the batch the first
-// call took, even when that call's answer was lost after its STORE.
+// Claims with an idempotency key (ConsumeOptions.IdempotencyKey): a retry
+// with the same key, from any gateway, returns the batch the first call
+// took, even when that call's answer was lost after its STORE, and never
+// another consumer's message.
 //
-// Two records make that possible without keeping anything on the gateway:
+// Three marks make that possible without keeping anything on the gateway:
 //
 //   - Before the STORE, a record message in the claims folder (a keyed
 //     message, KeyHeader "claim/HASH", like the agents' state store) lists
-//     the folder, its UIDVALIDITY and the candidate UIDs.
-//   - The STORE (or one right behind it) puts the key's keyword on the
-//     messages it took: $MbxClaimNN, NN one of 32 slots chosen by the key's
-//     hash. Keywords cannot be one per key: Cyrus holds at most about a
-//     hundred keywords per mailbox and never frees one ("NO Too many user
-//     flags in mailbox"), so the slot keyword says "taken by a key of this
-//     slot" and the record says which messages this key could have taken.
+//     the folder, its UIDVALIDITY and the candidate UIDs. Its body holds
+//     the key's whole hash, which a retry checks before it believes the
+//     record (the header is only what it searches by).
+//   - The STORE that sets \Seen also sets the key's keyword, in the same
+//     command on every server: $MbxClaimNN, NN one of 32 slots chosen by
+//     the key's hash. Keywords cannot be one per key: Cyrus holds at most
+//     about a hundred keywords per mailbox and never frees one ("NO Too
+//     many user flags in mailbox"), so the slot keyword says "taken by a
+//     key of this slot", never "taken by this key".
+//   - Once the claim is decided, a second record (done) lists what it
+//     took, and which of those at least once.
 //
-// A retry finds the records of its key and returns the candidates that are
-// \Seen and carry its slot keyword. If none carries it but some are \Seen
-// (the answer was lost between the claim and the keyword, on a server
-// where they are two STOREs), those are returned, named in AtLeastOnce:
-// another consumer may have taken some of them. Records older than a day
-// are removed when a new one is written.
+// A retry that finds a done record returns exactly that batch (those of it
+// still \Seen with the keyword: the claimed messages a failed call put
+// back are not). One that finds only the first record (the call ended
+// between its STORE and its done record) returns the candidates that are
+// \Seen with the keyword, less those another key's done record names: a
+// key of the same slot may have taken some. Those it cannot prove its own
+// (another key's claim of them undecided, or a server whose conditional
+// STORE is not atomic, where a losing STORE still set the keyword) are
+// named in AtLeastOnce: returned rather than left read, never claimed
+// exactly. Records older than a day are removed when a new one is written.
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,6 +44,7 @@ import (
 	"time"
 
 	"github.com/emersion/go-imap/v2"
+	"github.com/emersion/go-imap/v2/imapclient"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
@@ -50,6 +62,7 @@ const claimRecordsFor = 24 * time.Hour
 // claimKey is an idempotency key as the claim records it.
 type claimKey struct {
 	record  string    // KeyHeader value of its records
+	full    string    // the key's whole hash, in its records' bodies
 	keyword imap.Flag // its slot keyword
 	folder  string    // the claims folder (set by Consume)
 }
@@ -66,8 +79,25 @@ func newClaimKey(key string) (*claimKey, error) {
 	sum := sha256.Sum256([]byte("mailbox-mcp claim v1\x00" + key))
 	return &claimKey{
 		record:  "claim/" + hex.EncodeToString(sum[:16]),
-		keyword: imap.Flag(fmt.Sprintf("$MbxClaim%02d", int(sum[16])%claimSlots)),
+		full:    hex.EncodeToString(sum[:]),
+		keyword: slotKeyword(sum),
 	}, nil
+}
+
+// slotKeyword is the keyword of the slot a key's hash falls in.
+func slotKeyword(sum [32]byte) imap.Flag {
+	return imap.Flag(fmt.Sprintf("$MbxClaim%02d", int(sum[16])%claimSlots))
+}
+
+// claimFolderHeader names, in every record, the folder and UIDVALIDITY it
+// is about (claimFolderTag), so that a retry finds the other keys' records
+// of that folder.
+const claimFolderHeader = "X-Mailbox-Claim-Folder"
+
+// claimFolderTag is folder and uidValidity as claimFolderHeader holds them.
+func claimFolderTag(folder string, uidValidity uint32) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d", folder, uidValidity)))
+	return hex.EncodeToString(sum[:16])
 }
 
 // ClaimsFolderName is the leaf of the claims folder under RecordsRoot ('.'
@@ -90,37 +120,65 @@ func (c *Client) recordsFolder(srv *Server) (string, error) {
 
 // claimRecord is the body of a record message.
 type claimRecord struct {
+	// Key is the key's whole hash: a record whose Key is not the
+	// retry's is not its own, whatever its header says.
+	Key         string   `json:"key"`
 	Folder      string   `json:"folder"`
 	UIDValidity uint32   `json:"uid_validity"`
 	UIDs        []uint32 `json:"uids"`
 	Keyword     string   `json:"keyword"`
 	At          string   `json:"at"`
-	// Done: written when the claim is decided, UIDs what it took (only
-	// where the keyword follows the claim in a STORE of its own).
-	Done bool `json:"done,omitempty"`
+	// Conditional: the STORE was conditional (CONDSTORE), so no other
+	// consumer's STORE changed what it won.
+	Conditional bool `json:"conditional,omitempty"`
+	// Done: written when the claim is decided, UIDs what it took,
+	// AtLeastOnce those of them taken at least once, Exact whether the
+	// batch was exactly once.
+	Done        bool     `json:"done,omitempty"`
+	Exact       bool     `json:"exact,omitempty"`
+	AtLeastOnce []uint32 `json:"at_least_once,omitempty"`
 }
 
 // recordClaim writes the record of a claim with a key, before its STORE
-// (nothing without a key).
-func (c *Client) recordClaim(ctx context.Context, creds credentials.Credentials, sp claimSpec, uidValidity uint32, uids []imap.UID) error {
-	return c.writeRecord(ctx, creds, sp, uidValidity, uids, false)
+// (nothing without a key); conditional says the STORE will be.
+func (c *Client) recordClaim(ctx context.Context, creds credentials.Credentials, sp claimSpec, uidValidity uint32, uids []imap.UID, conditional bool) error {
+	return c.writeRecord(ctx, creds, sp, claimRecord{UIDValidity: uidValidity, UIDs: uint32s(uids), Conditional: conditional})
 }
 
-// writeRecord writes a record of a claim with a key (nothing without).
-func (c *Client) writeRecord(ctx context.Context, creds credentials.Credentials, sp claimSpec, uidValidity uint32, uids []imap.UID, done bool) error {
+// recordDone writes the record of a decided claim with a key (nothing
+// without): what it took, and which of those at least once.
+func (c *Client) recordDone(ctx context.Context, creds credentials.Credentials, sp claimSpec, uidValidity uint32, took []imap.UID, exact bool, loose []imap.UID) {
+	if sp.key == nil {
+		return
+	}
+	rec := claimRecord{UIDValidity: uidValidity, UIDs: uint32s(took), Done: true, Exact: exact, AtLeastOnce: uint32s(loose)}
+	if err := c.writeRecord(ctx, creds, sp, rec); err != nil {
+		c.log.WarnContext(ctx, "the claim's final record was not written; a retry with its key returns the batch at least once", "err", err)
+	}
+}
+
+func uint32s(uids []imap.UID) []uint32 {
+	out := make([]uint32, 0, len(uids))
+	for _, u := range uids {
+		out = append(out, uint32(u))
+	}
+	return out
+}
+
+// writeRecord writes rec, completed with the key and the folder, as a
+// record of a claim with a key (nothing without).
+func (c *Client) writeRecord(ctx context.Context, creds credentials.Credentials, sp claimSpec, rec claimRecord) error {
 	if sp.key == nil {
 		return nil
 	}
-	rec := claimRecord{Folder: sp.folder, UIDValidity: uidValidity, Keyword: string(sp.key.keyword), At: time.Now().UTC().Format(time.RFC3339), Done: done}
-	for _, u := range uids {
-		rec.UIDs = append(rec.UIDs, uint32(u))
-	}
+	rec.Key, rec.Folder, rec.Keyword, rec.At = sp.key.full, sp.folder, string(sp.key.keyword), time.Now().UTC().Format(time.RFC3339)
 	body, _ := json.Marshal(rec)
 	var b strings.Builder
 	b.WriteString("From: mailbox-mcp <claims@mailbox-mcp.invalid>\r\n")
 	b.WriteString("Subject: claim record\r\n")
 	b.WriteString("Date: " + time.Now().UTC().Format(time.RFC1123Z) + "\r\n")
 	b.WriteString(KeyHeader + ": " + sp.key.record + "\r\n")
+	b.WriteString(claimFolderHeader + ": " + claimFolderTag(sp.folder, rec.UIDValidity) + "\r\n")
 	b.WriteString("Content-Type: application/json\r\n\r\n")
 	b.Write(body)
 	b.WriteString("\r\n")
@@ -166,56 +224,62 @@ func (c *Client) pruneRecords(ctx context.Context, creds credentials.Credentials
 }
 
 // replay returns the batch an earlier call with the same key took from
-// folder, or nil when there was none.
+// folder, or nil when there was none (no record of this key, as its
+// body proves, about folder).
 func (c *Client) replay(ctx context.Context, creds credentials.Credentials, srv *Server, folder string, key *claimKey, maxChars int) (*Consumed, error) {
-	recs, err := c.FindKeyed(ctx, creds, key.folder, key.record, false, true)
-	if mailerr.KindOf(err) == mailerr.NotFound && mailerr.SubjectOf(err) == mailerr.SubjectFolder {
-		return nil, nil
-	}
+	mine, err := c.readRecords(ctx, creds, key.folder, KeyHeader, key.record)
 	if err != nil {
 		return nil, err
 	}
-	// FindKeyed gives the body of the newest record only: each attempt of
-	// a claim writes one, so the others are read here.
-	var cands, done []imap.UID
-	var uv uint32
-	found, decided := false, false
+	var recs []claimRecord
+	for _, r := range mine {
+		if r.header == key.record && r.rec.Key == key.full && r.rec.Keyword == string(key.keyword) && r.rec.Folder == folder && r.rec.UIDValidity != 0 {
+			recs = append(recs, r.rec)
+		}
+	}
+	if len(recs) == 0 {
+		return nil, nil
+	}
+	// Every attempt of a claim writes a first record; the decided claim
+	// one done record. A folder rebuilt between attempts: the newest
+	// records count.
+	uv := recs[len(recs)-1].UIDValidity
+	var cands, done, doneLoose []imap.UID
+	decided, exact, conditional := false, true, true
 	for _, r := range recs {
-		raw := r.Raw
-		if raw == nil {
-			raw, err = c.keyedBody(ctx, creds, key.folder, r.UID)
-			if err != nil {
-				return nil, err
-			}
-		}
-		var rec claimRecord
-		if i := strings.Index(string(raw), "\r\n\r\n"); i < 0 || json.Unmarshal([]byte(strings.TrimSpace(string(raw[i+4:]))), &rec) != nil {
+		if r.UIDValidity != uv {
 			continue
 		}
-		if rec.Folder != folder {
-			continue
-		}
-		found, uv = true, rec.UIDValidity
-		for _, u := range rec.UIDs {
-			if rec.Done {
-				decided = true
+		for _, u := range r.UIDs {
+			switch {
+			case r.Done:
 				done = append(done, imap.UID(u))
-			} else if !slices.Contains(cands, imap.UID(u)) {
+			case !slices.Contains(cands, imap.UID(u)):
 				cands = append(cands, imap.UID(u))
 			}
 		}
+		if r.Done {
+			decided, exact = true, exact && r.Exact
+			for _, u := range r.AtLeastOnce {
+				doneLoose = append(doneLoose, imap.UID(u))
+			}
+		} else {
+			conditional = conditional && r.Conditional
+		}
 	}
-	// Decided: exactly what it took. Else the candidates, of which the
-	// STORE took those with the keyword (and with the keyword in a STORE
-	// of its own, perhaps more: below).
-	exact := decided || srv.storeFlags() == flagsEchoed
+	// Undecided: what other keys' records say of the same messages.
+	var others map[imap.UID]bool // true: another key's done record took it
+	if !decided && len(cands) > 0 {
+		if others, err = c.otherClaims(ctx, creds, key, folder, uv, cands); err != nil {
+			return nil, err
+		}
+	}
+	want := cands
 	if decided {
-		cands = done
+		want = done
 	}
-	if !found {
-		return nil, nil
-	}
-	slices.Sort(cands)
+	slices.Sort(want)
+	want = slices.Compact(want)
 	out := &Consumed{Folder: folder, UIDValidity: uv, Messages: []Message{}, Repeated: true, ExactlyOnce: true}
 	err = c.doIn(ctx, creds, folder, "reading the messages claimed before", func(ctx context.Context, conn *Conn) error {
 		if _, err := conn.examineFresh(folder); err != nil {
@@ -224,34 +288,39 @@ func (c *Client) replay(ctx context.Context, creds credentials.Credentials, srv 
 		if conn.uidValidity != uv {
 			return uidValidityChanged(folder)
 		}
-		if len(cands) == 0 {
+		if len(want) == 0 {
 			return nil
 		}
-		flags, err := fetchFlags(conn.client(), cands)
+		flags, err := fetchFlags(conn.client(), want)
 		if err != nil {
 			return err
 		}
+		// \Seen with the key's slot keyword, set together by one STORE:
+		// this claim's, or another key's of the same slot.
 		kw := strings.ToLower(string(key.keyword))
-		var marked, seen []imap.UID
-		for _, u := range cands {
+		var take []imap.UID
+		for _, u := range want {
 			f := flags[uint32(u)]
-			if slices.Contains(f, `\seen`) {
-				seen = append(seen, u)
-				if slices.Contains(f, kw) {
-					marked = append(marked, u)
-				}
+			if !slices.Contains(f, `\seen`) || !slices.Contains(f, kw) {
+				continue
 			}
-		}
-		take := marked
-		if !exact && len(marked) == 0 && len(seen) > 0 {
-			// Lost between the claim and its keyword: what is \Seen may
-			// be this claim's, or another consumer's.
-			take = seen
-			for _, u := range seen {
+			switch taken, named := others[u]; {
+			case decided:
+				if slices.Contains(doneLoose, u) {
+					out.AtLeastOnce = append(out.AtLeastOnce, uint32(u))
+				}
+			case named && taken:
+				continue // another key's decided claim took it
+			case named || !conditional || srv.storeFlags() != flagsEchoed:
+				// Another key's claim of it is undecided, or the
+				// server's conditional STORE is not atomic (a
+				// losing STORE set the keyword too): not provably
+				// this claim's alone.
 				out.AtLeastOnce = append(out.AtLeastOnce, uint32(u))
 			}
-			out.ExactlyOnce = false
+			take = append(take, u)
 		}
+		out.ExactlyOnce = (!decided || exact) && len(out.AtLeastOnce) == 0
 		return readClaimed(ctx, c, conn, folder, take, maxChars, out, nil, nil)
 	})
 	if err != nil {
@@ -260,24 +329,106 @@ func (c *Client) replay(ctx context.Context, creds credentials.Credentials, srv 
 	return out, nil
 }
 
-// keyedBody fetches the whole of message uid of folder.
-func (c *Client) keyedBody(ctx context.Context, creds credentials.Credentials, folder string, uid uint32) ([]byte, error) {
-	var raw []byte
-	err := c.doIn(ctx, creds, folder, "reading a claim record", func(ctx context.Context, conn *Conn) error {
-		if _, err := conn.examine(folder); err != nil {
+// foundRecord is one record message: its KeyHeader, and its body.
+type foundRecord struct {
+	header string
+	rec    claimRecord
+}
+
+// maxOtherRecords bounds the records of other keys a retry reads; past it,
+// the undecided claim's messages are returned at least once.
+const maxOtherRecords = 5000
+
+// readRecords reads the records in folder (the claims folder) whose header
+// holds value, oldest first; a records folder that does not exist holds
+// none. Bodies that are not a record are left out.
+func (c *Client) readRecords(ctx context.Context, creds credentials.Credentials, folder, header, value string) ([]foundRecord, error) {
+	var out []foundRecord
+	err := c.doIn(ctx, creds, folder, "reading claim records", func(ctx context.Context, conn *Conn) error {
+		if _, err := conn.examineFresh(folder); err != nil {
 			return err
 		}
+		cl := conn.client()
+		data, err := cl.UIDSearch(&imap.SearchCriteria{Header: []imap.SearchCriteriaHeaderField{{Key: header, Value: value}}, NotFlag: []imap.Flag{imap.FlagDeleted}}, nil).Wait()
+		if err != nil {
+			return searchError(err, folder)
+		}
+		uids := data.AllUIDs()
+		if len(uids) == 0 {
+			return nil
+		}
+		if len(uids) > maxOtherRecords {
+			return errTooManyRecords
+		}
+		slices.Sort(uids)
 		whole := &imap.FetchItemBodySection{Peek: true}
-		bufs, err := conn.client().Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
+		bufs, err := cl.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, BodySection: []*imap.FetchItemBodySection{whole}}).Collect()
 		if err != nil {
 			return imapError(err, folder)
 		}
+		slices.SortFunc(bufs, func(a, b *imapclient.FetchMessageBuffer) int { return int(int64(a.UID) - int64(b.UID)) })
 		for _, b := range bufs {
-			raw = b.FindBodySection(whole)
+			raw := b.FindBodySection(whole)
+			i := bytes.Index(raw, []byte("\r\n\r\n"))
+			var r foundRecord
+			if i < 0 || json.Unmarshal(bytes.TrimSpace(raw[i+4:]), &r.rec) != nil {
+				continue
+			}
+			r.header = keyOf(raw[:i+2])
+			out = append(out, r)
 		}
 		return nil
 	})
-	return raw, err
+	if mailerr.KindOf(err) == mailerr.NotFound && mailerr.SubjectOf(err) == mailerr.SubjectFolder {
+		return nil, nil
+	}
+	return out, err
+}
+
+// errTooManyRecords: more records than maxOtherRecords match.
+var errTooManyRecords = mailerr.New(mailerr.Temporary, "too many claim records to read")
+
+// otherClaims says, for the messages of uids in folder (UIDVALIDITY uv),
+// which other keys' records name them: true when a decided claim took it,
+// false when a claim of it is undecided (a first record only). Past
+// maxOtherRecords every one of them counts as undecided.
+func (c *Client) otherClaims(ctx context.Context, creds credentials.Credentials, key *claimKey, folder string, uv uint32, uids []imap.UID) (map[imap.UID]bool, error) {
+	recs, err := c.readRecords(ctx, creds, key.folder, claimFolderHeader, claimFolderTag(folder, uv))
+	out := map[imap.UID]bool{}
+	if err == errTooManyRecords {
+		for _, u := range uids {
+			out[u] = false
+		}
+		return out, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	decided := map[string]bool{} // other keys with a done record
+	for _, r := range recs {
+		if r.rec.Done && r.rec.Key != key.full {
+			decided[r.rec.Key] = true
+		}
+	}
+	for _, r := range recs {
+		if r.rec.Key == key.full || r.rec.Key == "" || r.rec.Folder != folder || r.rec.UIDValidity != uv {
+			continue
+		}
+		for _, u := range r.rec.UIDs {
+			if !slices.Contains(uids, imap.UID(u)) {
+				continue
+			}
+			switch {
+			case r.rec.Done:
+				out[imap.UID(u)] = true
+			case !decided[r.rec.Key]:
+				if _, ok := out[imap.UID(u)]; !ok {
+					out[imap.UID(u)] = false
+				}
+			}
+		}
+	}
+	return out, nil
 }
 
 // storeFlags is what FLAGS in a STORE's answer mean on this server.

@@ -24,10 +24,11 @@ package mailbox
 // named in AtLeastOnce: never dropped.
 //
 // A claim with an idempotency key is recorded on the messages too (a
-// keyword of the key's slot) and in a record message listing its
-// candidates, written before the STORE: a retry with the same key, from
-// any gateway, after the answer was lost (the gateway killed, the
-// connection dropped), returns the same batch (claimrecord.go).
+// keyword of the key's slot, in the STORE that sets \Seen) and in record
+// messages: its candidates before the STORE, what it took once decided.
+// A retry with the same key, from any gateway, after the answer was lost
+// (the gateway killed, the connection dropped), returns the same batch
+// (claimrecord.go).
 
 import (
 	"bytes"
@@ -256,7 +257,7 @@ func claimOnPool(ctx context.Context, c *Client, creds credentials.Credentials, 
 		return x.read(ctx, c, conn)
 	})
 	if err != nil {
-		c.unclaim(ctx, creds, sp.folder, x.out.UIDValidity, notReturned(x.claimed, x.out.Messages))
+		c.unclaim(ctx, creds, sp, x.out.UIDValidity, notReturned(x.claimed, x.out.Messages))
 		return nil, err
 	}
 	return x.finish(), nil
@@ -288,7 +289,6 @@ type claimSpec struct {
 // written on pooled connections while the claim holds its connection (on
 // a pooled one, a nested lease could wait for itself).
 func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials, sp claimSpec) (*Consumed, error) {
-	folder := sp.folder
 	cl := newExactClaim(sp)
 	tap := &modifiedTap{}
 	cfg, err := c.hostConfig(creds)
@@ -309,17 +309,13 @@ func claimExactly(ctx context.Context, c *Client, creds credentials.Credentials,
 		// What earlier rounds claimed goes back; what the failed STORE
 		// did, if anything, cannot be known (a retry with the same
 		// idempotency key finds it by its record).
-		c.unclaim(ctx, creds, folder, cl.out.UIDValidity, cl.claimed)
+		c.unclaim(ctx, creds, sp, cl.out.UIDValidity, cl.claimed)
 		return nil, err
 	}
-	if !cl.keyInClaim {
-		// Decided: a retry returns exactly this.
-		if err := c.writeRecord(ctx, creds, sp, cl.out.UIDValidity, cl.claimed, true); err != nil {
-			c.log.WarnContext(ctx, "the claim's final record was not written; a retry with its key may return more", "err", err)
-		}
-	}
+	// Decided: a retry returns exactly this.
+	c.recordDone(ctx, creds, sp, cl.out.UIDValidity, cl.claimed, cl.out.ExactlyOnce && len(cl.loose) == 0, cl.looseClaimed())
 	if err := cl.read(ctx, c, conn); err != nil {
-		c.unclaim(ctx, creds, folder, cl.out.UIDValidity, notReturned(cl.claimed, cl.out.Messages))
+		c.unclaim(ctx, creds, sp, cl.out.UIDValidity, notReturned(cl.claimed, cl.out.Messages))
 		return nil, err
 	}
 	lctx, cancel := context.WithTimeout(ctx, time.Second)
@@ -335,8 +331,6 @@ type exactClaim struct {
 	claimed []imap.UID
 	// loose: claimed messages another session may have had too.
 	loose map[imap.UID]bool
-	// keyInClaim: the key's keyword went in the conditional STORE.
-	keyInClaim bool
 	// heads: the answer to each claimed message's first read FETCH
 	// (startHeadsAndStructures), fetched before the STORE with the flags
 	// that decide it (won).
@@ -361,11 +355,6 @@ func newExactClaim(sp claimSpec) *exactClaim {
 func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Credentials, conn *Conn, tap *modifiedTap, first *firstPick) error {
 	sp, out, folder := x.sp, x.out, x.sp.folder
 	cl := conn.client()
-	// On a server whose conditional STORE is atomic and reports its own
-	// change plainly (Cyrus), the key's keyword goes in the claim itself;
-	// elsewhere it would make a losing STORE a change of its own, so it
-	// follows in a STORE of what was won.
-	x.keyInClaim = sp.key != nil && sp.srv.storeFlags() == flagsEchoed
 	var search *imapclient.SearchCommand
 	// heads is the first attempt's FETCH of its candidates, when it went
 	// out with the SELECT.
@@ -408,7 +397,7 @@ func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Cred
 				return err
 			}
 			out.More = more
-			if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+			if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids, false); err != nil {
 				return err
 			}
 			if err := storePlain(cl, uids, sp.key); err != nil {
@@ -461,11 +450,13 @@ func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Cred
 		if err != nil {
 			return err
 		}
-		if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+		if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids, true); err != nil {
 			return err
 		}
+		// The key's keyword goes in the STORE that sets \Seen: a
+		// message carries both or neither, whatever happens next.
 		flags := []imap.Flag{imap.FlagSeen}
-		if x.keyInClaim {
+		if sp.key != nil {
 			flags = append(flags, sp.key.keyword)
 		}
 		tap.arm()
@@ -479,7 +470,7 @@ func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Cred
 			return mailerr.New(mailerr.Internal, "could not tell which messages the conditional store changed")
 		}
 		c.learnStoreFlags(conn, ans)
-		won, unsure, exact := ans.won(uids, prior, sp.srv.storeFlags())
+		won, unsure, exact := ans.won(uids, prior, sp.srv.storeFlags(), sp.key != nil)
 		out.ExactlyOnce = out.ExactlyOnce && exact
 		for _, u := range unsure {
 			x.loose[u] = true
@@ -490,12 +481,6 @@ func (x *exactClaim) take(ctx context.Context, c *Client, creds credentials.Cred
 			}
 		}
 		x.claimed = append(x.claimed, won...)
-		if sp.key != nil && !x.keyInClaim && len(won) > 0 {
-			// Recorded on the messages at once: a retry finds them by it.
-			if err := cl.Store(imap.UIDSetNum(won...), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: []imap.Flag{sp.key.keyword}}, nil).Close(); err != nil {
-				return imapError(err, folder)
-			}
-		}
 		if len(won) == len(uids) {
 			break
 		}
@@ -537,6 +522,17 @@ func (x *exactClaim) read(ctx context.Context, c *Client, conn *Conn) error {
 		set = append(set, x.sp.key.keyword)
 	}
 	return readClaimed(ctx, c, conn, x.sp.folder, x.claimed, x.sp.maxChars, x.out, x.heads, set)
+}
+
+// looseClaimed is what x claimed at least once.
+func (x *exactClaim) looseClaimed() []imap.UID {
+	var out []imap.UID
+	for _, u := range x.claimed {
+		if x.loose[u] {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // finish marks what was returned at least once, not exactly once.
@@ -595,17 +591,18 @@ func claimLoosely(ctx context.Context, c *Client, creds credentials.Credentials,
 			return err
 		}
 		out.More = more
-		if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids); err != nil {
+		if err := c.recordClaim(ctx, creds, sp, out.UIDValidity, uids, false); err != nil {
 			return err
 		}
 		if err := storePlain(conn.client(), uids, sp.key); err != nil {
 			return err
 		}
 		claimed = uids
+		c.recordDone(ctx, creds, sp, out.UIDValidity, claimed, false, nil)
 		return readClaimed(ctx, c, conn, folder, claimed, sp.maxChars, out, nil, nil)
 	})
 	if err != nil {
-		c.unclaim(ctx, creds, folder, out.UIDValidity, notReturned(claimed, out.Messages))
+		c.unclaim(ctx, creds, sp, out.UIDValidity, notReturned(claimed, out.Messages))
 		return nil, err
 	}
 	return out, nil
@@ -726,11 +723,17 @@ func withFlags(flags, set []imap.Flag) []imap.Flag {
 }
 
 // unclaim marks claimed messages that were not returned unread again, so
-// that another consumer gets them. It runs after the call failed, on a
-// pooled connection, even if the caller has gone away.
-func (c *Client) unclaim(ctx context.Context, creds credentials.Credentials, folder string, uidValidity uint32, uids []imap.UID) {
+// that another consumer gets them, and takes the key's keyword off them
+// (a retry with the key then leaves them be). It runs after the call
+// failed, on a pooled connection, even if the caller has gone away.
+func (c *Client) unclaim(ctx context.Context, creds credentials.Credentials, sp claimSpec, uidValidity uint32, uids []imap.UID) {
 	if len(uids) == 0 {
 		return
+	}
+	folder := sp.folder
+	flags := []imap.Flag{imap.FlagSeen}
+	if sp.key != nil {
+		flags = append(flags, sp.key.keyword)
 	}
 	ctx = context.WithoutCancel(ctx)
 	err := c.do(ctx, creds, "marking the messages unread again", false, func(ctx context.Context, conn *Conn) error {
@@ -740,7 +743,7 @@ func (c *Client) unclaim(ctx context.Context, creds credentials.Credentials, fol
 		if uidValidity != 0 && conn.uidValidity != uidValidity {
 			return uidValidityChanged(folder)
 		}
-		return conn.client().Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsDel, Silent: true, Flags: []imap.Flag{imap.FlagSeen}}, nil).Close()
+		return conn.client().Store(imap.UIDSetNum(uids...), &imap.StoreFlags{Op: imap.StoreFlagsDel, Silent: true, Flags: flags}, nil).Close()
 	})
 	if err != nil {
 		c.log.WarnContext(ctx, "claimed messages stay read without having been returned", "folder", folder, "count", len(uids), "err", err)
@@ -824,12 +827,16 @@ const (
 //     changed some other flag first). It is another's when the flags
 //     reported are exactly the flags before the STORE plus \Seen: another
 //     session set \Seen before this STORE, which then changed nothing.
-//     Anything else cannot be told: returned, at least once.
+//     Anything else cannot be told: returned, at least once. A STORE that
+//     also sets a key's keyword (keyed) changes a message another session
+//     set \Seen on first, so its own MODSEQ there proves nothing: with a
+//     key, only the flags before plus \Seen alone tell (a STORE that
+//     changed nothing), and any other report is at least once.
 //   - flagsUnknown: a message reported with FLAGS is returned, at least once.
 //
 // A server that reports nothing at all (against RFC 7162) leaves only
 // MODIFIED to go by: then the claim is not known to be exact.
-func (a storeAnswer) won(uids []imap.UID, prior map[uint32][]string, mode flagsInStore) (won, unsure []imap.UID, exact bool) {
+func (a storeAnswer) won(uids []imap.UID, prior map[uint32][]string, mode flagsInStore, keyed bool) (won, unsure []imap.UID, exact bool) {
 	own := map[uint64]bool{}
 	for _, f := range a.fetched {
 		if !f.flags {
@@ -850,7 +857,7 @@ func (a storeAnswer) won(uids []imap.UID, prior map[uint32][]string, mode flagsI
 			// not reported: this STORE did not change it
 		case !f.flags || mode == flagsEchoed:
 			won = append(won, u)
-		case mode == flagsFromOthers && own[f.modSeq]:
+		case mode == flagsFromOthers && !keyed && own[f.modSeq]:
 			won = append(won, u)
 		case mode == flagsFromOthers && slices.Equal(f.list, seenAdded(prior[uint32(u)])):
 			// another session set \Seen first; this STORE changed nothing

@@ -38,46 +38,55 @@ func TestStoreAnswerWon(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		mode   flagsInStore
+		keyed  bool // the STORE also set a key's keyword
 		lines  []string
 		won    []imap.UID
 		unsure []imap.UID
 		exact  bool
 	}{
-		{"Dovecot: all changed by this store", flagsFromOthers, []string{
+		{"Dovecot: all changed by this store", flagsFromOthers, false, []string{
 			"* 11 FETCH (UID 11 MODSEQ (203))", "* 12 FETCH (UID 12 MODSEQ (203))", "* 13 FETCH (UID 13 MODSEQ (203))",
 			"T4 OK Store completed (0.001 + 0.000 secs).",
 		}, claimUIDs, nil, true},
-		{"Dovecot: another session set \\Seen first; still OK without MODIFIED, and this STORE changed nothing", flagsFromOthers, []string{
+		{"Dovecot: another session set \\Seen first; still OK without MODIFIED, and this STORE changed nothing", flagsFromOthers, false, []string{
 			"* 11 FETCH (UID 11 MODSEQ (203) FLAGS (\\Seen))", "* 12 FETCH (UID 12 MODSEQ (203) FLAGS (\\Seen))", "* 13 FETCH (UID 13 MODSEQ (203) FLAGS (\\Seen))",
 			"T4 OK Store completed (0.002 + 0.000 + 0.002 secs).",
 		}, nil, nil, true},
-		{"Dovecot: some modified, reported with FLAGS", flagsFromOthers, []string{
+		{"Dovecot: some modified, reported with FLAGS", flagsFromOthers, false, []string{
 			"* 11 FETCH (UID 11 MODSEQ (7) FLAGS (\\Seen \\Recent))", "* 12 FETCH (UID 12 MODSEQ (9))", "* 13 FETCH (UID 13 MODSEQ (9))",
 			"T4 OK [MODIFIED 11] Conditional store failed (0.001 + 0.000 secs).",
 		}, []imap.UID{12, 13}, nil, true},
-		{"Dovecot: own change after another flag's change: FLAGS with this store's MODSEQ", flagsFromOthers, []string{
+		{"Dovecot: own change after another flag's change: FLAGS with this store's MODSEQ", flagsFromOthers, false, []string{
 			"* 11 FETCH (UID 11 MODSEQ (9) FLAGS (\\Seen \\Flagged))", "* 12 FETCH (UID 12 MODSEQ (9))", "* 13 FETCH (UID 13 MODSEQ (8) FLAGS (\\Seen))",
 			"T4 OK Store completed.",
 		}, []imap.UID{11, 12}, nil, true},
-		{"Dovecot: another flag changed and no own MODSEQ to compare: returned at least once, never dropped", flagsFromOthers, []string{
+		{"Dovecot: another flag changed and no own MODSEQ to compare: returned at least once, never dropped", flagsFromOthers, false, []string{
 			"* 11 FETCH (UID 11 MODSEQ (12) FLAGS (\\Seen \\Flagged))", "* 12 FETCH (UID 12 MODSEQ (12) FLAGS (\\Seen))",
 			"T4 OK [MODIFIED 13] Conditional store failed.",
 		}, []imap.UID{11}, []imap.UID{11}, false},
-		{"all modified", flagsFromOthers, []string{
+		{"Dovecot, keyed: another session set \\Seen first and this STORE added its keyword (its own MODSEQ): at least once, never exactly", flagsFromOthers, true, []string{
+			"* 11 FETCH (UID 11 MODSEQ (9) FLAGS (\\Seen $MbxClaim07 $MbxClaim03))", "* 12 FETCH (UID 12 MODSEQ (9))", "* 13 FETCH (UID 13 MODSEQ (9) FLAGS (\\Seen $MbxClaim07))",
+			"T4 OK Store completed.",
+		}, []imap.UID{11, 12, 13}, []imap.UID{11, 13}, false},
+		{"Dovecot, keyed: flags before plus \\Seen alone: this STORE did not apply there", flagsFromOthers, true, []string{
+			"* 11 FETCH (UID 11 MODSEQ (9) FLAGS (\\Seen))", "* 12 FETCH (UID 12 MODSEQ (9))", "* 13 FETCH (UID 13 MODSEQ (9))",
+			"T4 OK Store completed.",
+		}, []imap.UID{12, 13}, nil, true},
+		{"all modified", flagsFromOthers, false, []string{
 			"T4 OK [MODIFIED 11:13] Conditional store failed (0.002 + 0.000 + 0.001 secs).",
 		}, nil, nil, true},
-		{"a server that reports nothing: MODIFIED only, not exact", flagsFromOthers, []string{
+		{"a server that reports nothing: MODIFIED only, not exact", flagsFromOthers, false, []string{
 			"T4 OK [MODIFIED 12] Conditional store failed.",
 		}, []imap.UID{11, 13}, nil, false},
-		{"Cyrus: its own change with FLAGS, one MODSEQ per message", flagsEchoed, []string{
+		{"Cyrus: its own change with FLAGS, one MODSEQ per message", flagsEchoed, false, []string{
 			"* 1 FETCH (FLAGS (\\Recent \\Seen) UID 11 MODSEQ (5))", "* 2 FETCH (FLAGS (\\Recent \\Seen) UID 12 MODSEQ (6))", "* 3 FETCH (FLAGS (\\Recent \\Seen) UID 13 MODSEQ (7))",
 			"T4 OK Completed",
 		}, claimUIDs, nil, true},
-		{"Cyrus: some modified", flagsEchoed, []string{
+		{"Cyrus: some modified", flagsEchoed, false, []string{
 			"* 1 FETCH (FLAGS (\\Seen) UID 11 MODSEQ (8))",
 			"T4 OK [MODIFIED 12:13] Completed",
 		}, []imap.UID{11}, nil, true},
-		{"unknown server: FLAGS cannot be told apart: returned at least once", flagsUnknown, []string{
+		{"unknown server: FLAGS cannot be told apart: returned at least once", flagsUnknown, false, []string{
 			"* 1 FETCH (FLAGS (\\Seen) UID 11 MODSEQ (5))", "* 2 FETCH (UID 12 MODSEQ (6))",
 			"T4 OK [MODIFIED 13] Completed",
 		}, []imap.UID{11, 12}, []imap.UID{11}, false},
@@ -87,7 +96,7 @@ func TestStoreAnswerWon(t *testing.T) {
 			if !ans.answered {
 				t.Fatalf("%s (chunk %d): no tagged answer seen", tc.name, chunk)
 			}
-			won, unsure, exact := ans.won(claimUIDs, prior, tc.mode)
+			won, unsure, exact := ans.won(claimUIDs, prior, tc.mode, tc.keyed)
 			if !slices.Equal(won, tc.won) || !slices.Equal(unsure, tc.unsure) || exact != tc.exact {
 				t.Errorf("%s (chunk %d): won %v unsure %v exact %v, want %v %v %v", tc.name, chunk, won, unsure, exact, tc.won, tc.unsure, tc.exact)
 			}

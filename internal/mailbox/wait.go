@@ -9,6 +9,8 @@ package mailbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"runtime"
 	"slices"
 	"strings"
@@ -45,6 +47,11 @@ const (
 	// waitMargin is kept before the caller's deadline, so that a wait
 	// ends with its timeout result rather than as a cancelled call.
 	waitMargin = 500 * time.Millisecond
+	// waitGrace is how long past its end a wait waits for the server
+	// (the answer to the DONE that ends IDLE, a last look): a server
+	// gone silent then ends the wait with its timeout result, by its own
+	// deadline, not the call's.
+	waitGrace = time.Second
 	// maxWaitReconnects is how many times in a row a wait dials again
 	// after losing its connection (the server restarted or kicked it).
 	maxWaitReconnects = 3
@@ -263,8 +270,10 @@ func (c *Client) Wait(ctx context.Context, creds credentials.Credentials, o Wait
 	w.stop, w.pollEvery, w.recheck = ws.stop, ws.pollEvery, ws.recheck
 	ws.mu.Unlock()
 	w.end = time.Now().Add(w.timeout)
+	w.stopBy = w.end.Add(waitGrace)
 	if dl, ok := ctx.Deadline(); ok && dl.Add(-waitMargin).Before(w.end) {
 		w.end = dl.Add(-waitMargin)
+		w.stopBy = dl.Add(-waitMargin / 2)
 	}
 	return w.run(ctx, creds)
 }
@@ -283,6 +292,9 @@ type waiter struct {
 	progress  func()
 	stop      <-chan struct{}
 	end       time.Time
+	// stopBy bounds every command of the wait: its end plus waitGrace
+	// (within the caller's deadline).
+	stopBy time.Time
 
 	// Set when the folder is first opened.
 	started bool
@@ -359,6 +371,14 @@ func (w *waiter) run(ctx context.Context, creds credentials.Credentials) (*WaitR
 		if err == nil {
 			return res, nil
 		}
+		if errors.Is(err, errWaitOver) {
+			if !w.started {
+				return nil, mailerr.Wrap(mailerr.Timeout, err, fmt.Sprintf("the mail server did not answer within the wait's own limit (timeout_s, %s), before the wait could look at the folder", w.timeout))
+			}
+			// The server did not answer before the wait's end: what it
+			// has looked at stands (the cursor), and the time is up.
+			return w.timedOut(), nil
+		}
 		if w.waited {
 			failures, w.waited = 0, false
 		}
@@ -408,11 +428,16 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 		return nil, err
 	}
 	dctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	dctx, cancelEnd := context.WithDeadlineCause(dctx, w.stopBy, errWaitOver)
 	conn, err := dialOwn(dctx, cfg, creds, func(o *imapclient.Options) { o.UnilateralDataHandler = handler })
+	cancelEnd()
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, mailerr.TimedOut(ctx, stepWaitMail)
+		}
+		if errors.Is(context.Cause(dctx), errWaitOver) {
+			return nil, errWaitOver
 		}
 		return nil, err
 	}
@@ -471,7 +496,7 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 				// IDLE said nothing for a while: ask. The NOOP makes every
 				// server look at the folder now; a message found then was
 				// not announced by IDLE.
-				if err = c.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
+				if err = w.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
 					err = w.lost(ctx, err)
 				}
 				w.rechecking = true
@@ -485,7 +510,7 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 			look = woken
 			if err == nil && !done && !woken {
 				// The server answers NOOP with EXISTS when mail has come.
-				if err = c.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
+				if err = w.within(ctx, conn, stepWaitMail, func() error { return cl.Noop().Wait() }); err != nil {
 					err = w.lost(ctx, err)
 				}
 				select {
@@ -512,7 +537,7 @@ func (w *waiter) session(ctx context.Context, creds credentials.Credentials) (*W
 func (w *waiter) idle(ctx context.Context, conn *Conn, wake <-chan struct{}, deadline, tick <-chan time.Time) (rechecked, done bool, err error) {
 	cl := conn.client()
 	var cmd *imapclient.IdleCommand
-	if err := w.c.within(ctx, conn, stepWaitMail, func() error {
+	if err := w.within(ctx, conn, stepWaitMail, func() error {
 		var err error
 		cmd, err = cl.Idle()
 		return err
@@ -530,7 +555,7 @@ func (w *waiter) idle(ctx context.Context, conn *Conn, wake <-chan struct{}, dea
 	if err != nil {
 		return false, false, err
 	}
-	err = w.c.within(ctx, conn, stepWaitMail, func() error {
+	err = w.within(ctx, conn, stepWaitMail, func() error {
 		if err := cmd.Close(); err != nil {
 			return err
 		}
@@ -573,6 +598,9 @@ func (w *waiter) lost(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return mailerr.TimedOut(ctx, stepWaitMail)
 	}
+	if errors.Is(err, errWaitOver) {
+		return err
+	}
 	if mailerr.KindOf(err) == mailerr.Timeout {
 		return err
 	}
@@ -590,7 +618,7 @@ func (w *waiter) goodbye(ctx context.Context, conn *Conn) {
 func (w *waiter) open(ctx context.Context, conn *Conn) error {
 	cl := conn.client()
 	var sd *imap.SelectData
-	err := w.c.within(ctx, conn, "opening the folder", func() error {
+	err := w.within(ctx, conn, "opening the folder", func() error {
 		var err error
 		if sd, err = cl.Select(w.folder, &imap.SelectOptions{ReadOnly: true}).Wait(); err != nil {
 			return conn.folderError(err, w.folder, "open")
@@ -630,7 +658,7 @@ func (w *waiter) open(ctx context.Context, conn *Conn) error {
 // past everything it looked at. It returns nil when nothing matched.
 func (w *waiter) check(ctx context.Context, conn *Conn) (*WaitResult, error) {
 	var res *WaitResult
-	err := w.c.within(ctx, conn, "looking for new mail", func() error {
+	err := w.within(ctx, conn, "looking for new mail", func() error {
 		cl := conn.client()
 		first := imap.UID(w.base + 1)
 		above := []imap.UIDSet{{imap.UIDRange{Start: first, Stop: 0}}}
@@ -703,6 +731,23 @@ func (w *waiter) check(ctx context.Context, conn *Conn) (*WaitResult, error) {
 	})
 	return res, err
 }
+
+// within is Client.within bounded by the wait's own end as well
+// (stopBy): a command the server leaves unanswered past it returns
+// errWaitOver, and the wait ends with its timeout result.
+func (w *waiter) within(ctx context.Context, conn *Conn, step string, op func() error) error {
+	wctx, cancel := context.WithDeadlineCause(ctx, w.stopBy, errWaitOver)
+	defer cancel()
+	err := w.c.within(wctx, conn, step, op)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(wctx), errWaitOver) {
+		return errWaitOver
+	}
+	return err
+}
+
+// errWaitOver: the wait's end (and its grace) passed while the server had
+// not answered; the wait ends with its timeout result.
+var errWaitOver = errors.New("the wait is over")
 
 // within runs op on conn under the IMAP timeout as well as ctx: if either
 // ends first, conn is closed (see bridge).

@@ -49,7 +49,7 @@ func TestAdviceToTryAgainIsTrueAndSaidOnce(t *testing.T) {
 // message went out and where its copy is.
 func TestCallLimitKeepsWhatWasSent(t *testing.T) {
 	d := &Deps{Log: slog.New(slog.DiscardHandler), CallTimeout: 5 * time.Second}
-	ctx, cancel := context.WithTimeoutCause(context.WithValue(context.Background(), limitKey{}, 5*time.Second), time.Nanosecond, errCallTimeout)
+	ctx, cancel := context.WithTimeoutCause(context.WithValue(context.Background(), limitKey{}, callLimit{5 * time.Second, "TOOL_TIMEOUT"}), time.Nanosecond, errCallTimeout)
 	defer cancel()
 	<-ctx.Done()
 	if !errors.Is(context.Cause(ctx), errCallTimeout) {

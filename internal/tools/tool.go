@@ -130,8 +130,10 @@ type Def[A, R any] struct {
 	// the demo message the docs use).
 	Example map[string]any
 	// Timeout, when set, is the call's deadline instead of TOOL_TIMEOUT
-	// (a long poll waits longer than any other call).
-	Timeout func(d *Deps, args A) time.Duration
+	// (a long poll waits longer than any other call); TimeoutName is how
+	// an answer names it when it runs out (e.g. "timeout_s plus 10 s").
+	Timeout     func(d *Deps, args A) time.Duration
+	TimeoutName string
 	// Approve, when set, makes the tool ask a person first under the
 	// APPROVAL policy (approve.go).
 	Approve *Approve[A]
@@ -338,8 +340,15 @@ func (t Def[A, R]) spec(d *Deps) mcp.Tool {
 
 func ptr[T any](v T) *T { return &v }
 
-// limitKey carries a call's deadline, for the sentence saying it passed.
+// limitKey carries a call's deadline (a callLimit), for the sentence
+// saying it passed.
 type limitKey struct{}
+
+// callLimit is a call's deadline and what sets it.
+type callLimit struct {
+	d    time.Duration
+	name string // "TOOL_TIMEOUT", or the tool's own (Def.TimeoutName)
+}
 
 // errCallTimeout is the cause of a call's context when TOOL_TIMEOUT ends
 // it, to tell that apart from the mail layers' own per-operation timeouts.
@@ -379,11 +388,11 @@ func (t Def[A, R]) invoke(ctx context.Context, d *Deps, raw any, progress Progre
 	if err != nil {
 		return d.fail(ctx, err)
 	}
-	limit := d.callTimeout()
+	limit, limitName := d.callTimeout(), "TOOL_TIMEOUT"
 	if t.Timeout != nil {
-		limit = t.Timeout(d, args)
+		limit, limitName = t.Timeout(d, args), t.TimeoutName
 	}
-	ctx, cancel := context.WithTimeoutCause(context.WithValue(ctx, limitKey{}, limit), limit, errCallTimeout)
+	ctx, cancel := context.WithTimeoutCause(context.WithValue(ctx, limitKey{}, callLimit{limit, limitName}), limit, errCallTimeout)
 	defer cancel()
 	call := &Call{Deps: d, Creds: creds, Progress: progress, Limit: limit, tool: t.Name}
 	if call.Progress == nil {
@@ -523,11 +532,15 @@ func (d *Deps) advise(ctx context.Context, err error) string {
 	msg := mailerr.Message(err)
 	kind := mailerr.KindOf(err)
 	if (kind == mailerr.Timeout || kind == mailerr.Busy) && errors.Is(context.Cause(ctx), errCallTimeout) {
-		limit, ok := ctx.Value(limitKey{}).(time.Duration)
+		limit, ok := ctx.Value(limitKey{}).(callLimit)
 		if !ok {
-			limit = d.callTimeout()
+			limit = callLimit{d.callTimeout(), "TOOL_TIMEOUT"}
 		}
-		msg = fmt.Sprintf("the call did not finish within the gateway's limit of %s for one call (TOOL_TIMEOUT)", limit)
+		if limit.name == "TOOL_TIMEOUT" {
+			msg = fmt.Sprintf("the call did not finish within the gateway's limit of %s for one call (TOOL_TIMEOUT)", limit.d)
+		} else {
+			msg = fmt.Sprintf("the call did not finish within its limit of %s (%s)", limit.d, limit.name)
+		}
 		if step := mailerr.StepOf(err); step != "" {
 			msg += "; it ran out while " + step
 		}

@@ -35,6 +35,7 @@ var waitForEmail = Def[waitArgs, WaitResult]{
 	Timeout: func(d *Deps, a waitArgs) time.Duration {
 		return waitTimeout(a.TimeoutS) + 10*time.Second
 	},
+	TimeoutName: "timeout_s plus 10 s",
 	Run: func(ctx context.Context, c *Call, a waitArgs) (WaitResult, error) {
 		folder, err := agentDefault(ctx, c, a.Folder)
 		if err != nil {
