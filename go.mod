@@ -23,6 +23,7 @@ require (
 )
 
 require (
+	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/emersion/go-ical v0.0.0-20250329121855-f41e73efc392
 	github.com/emersion/go-msgauth v0.7.0
 	github.com/go-jose/go-jose/v4 v4.1.4
@@ -32,7 +33,7 @@ require (
 
 require go.uber.org/atomic v1.12.0 // indirect
 
-require github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+require github.com/hashicorp/golang-lru/v2 v2.0.7
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

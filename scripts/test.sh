@@ -12,7 +12,9 @@
 # machine without them, this script installs them (apt-get); otherwise it
 # says what to install and those tests skip - unless CI=true, where they fail.
 # Ory Hydra, the OAuth provider of the sign-in tests, is built from source by
-# scripts/hydra.sh (the Go module proxy and a C compiler, once per machine).
+# scripts/hydra.sh (the Go module proxy and a C compiler, once per machine);
+# Shopify's toxiproxy, the fault injector of tests/faults, by
+# scripts/toxiproxy.sh (the Go module proxy, once per machine).
 #
 # Output: one line per test and subtest (--- PASS/FAIL/SKIP, with the reason
 # of a skip), one ok/FAIL line per package, the full output of every failing
@@ -101,6 +103,22 @@ if [ $hydra_wanted = 1 ]; then
   hydra_start=$(date +%s)
   scripts/hydra.sh build >"$hydra_log" 2>&1 &
   hydra_pid=$!
+fi
+
+# --- Shopify's toxiproxy, the fault injector of tests/faults -----------------
+# scripts/toxiproxy.sh builds it from tests/toxiproxy once per machine (about
+# 30 s cold; nothing when cached), in the background like Hydra, for runs
+# that include ./tests/faults. A failed build is reported, and the fault
+# suite then skips (fails when CI=true).
+toxi_pid=""
+toxi_wanted=$hydra_wanted
+for a in "$@"; do
+  case "$a" in ./tests/faults*) toxi_wanted=1 ;; esac
+done
+if [ $toxi_wanted = 1 ]; then
+  toxi_log=$(mktemp "${TMPDIR:-/tmp}/mailbox-mcp-toxiproxy.XXXXXX")
+  scripts/toxiproxy.sh build >"$toxi_log" 2>&1 &
+  toxi_pid=$!
 fi
 
 # --- npm packages of the real-client tests (tests/clients) ------------------
@@ -223,6 +241,17 @@ if [ -n "$hydra_pid" ]; then
     echo "FAIL: scripts/hydra.sh build: the OAuth provider tests will skip (or fail if CI=true)"
   fi
   rm -f "$hydra_log"
+fi
+
+if [ -n "$toxi_pid" ]; then
+  step "toxiproxy (scripts/toxiproxy.sh build)"
+  if wait "$toxi_pid"; then
+    if grep -q 'built in' "$toxi_log"; then echo "ok: $(grep 'built in' "$toxi_log")"; else echo "ok: cached, $(tail -n 1 "$toxi_log")"; fi
+  else
+    cat "$toxi_log"
+    echo "FAIL: scripts/toxiproxy.sh build: the fault suite will skip (or fail if CI=true)"
+  fi
+  rm -f "$toxi_log"
 fi
 
 # --- go test ------------------------------------------------------------------

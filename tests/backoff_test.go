@@ -153,3 +153,64 @@ func TestBackoffPerAccountAndAddress(t *testing.T) {
 		t.Fatalf("Dovecot logged %d failed logins (want 8), Postfix %d (want 0)", imapTotal, smtpTotal)
 	}
 }
+
+// A mail server whose authentication flaps (it refuses the right password
+// now and then) does not lock out the other users behind the same client
+// address: each success of the flapping user takes that user's failures
+// back from the address's count. 5 refusals of the right password,
+// interleaved with successes, pass an address threshold of 4; every one
+// of them reaches Dovecot (counted in its log), every success succeeds,
+// and a colleague behind the same address logs in for the first time
+// afterwards. Guesses at other accounts from that address still count:
+// 4 of them lock the address out for a login not yet proven.
+func TestBackoffForgivesAFlappingServer(t *testing.T) {
+	const flap, flapPW = "flap@example.test", "flap-pw"
+	const colleague, colleaguePW = "colleague@example.test", "colleague-pw"
+	const newcomer, newcomerPW = "newcomer@example.test", "newcomer-pw"
+	s := mailtest.StartT(t, mailtest.Options{Users: map[string]string{flap: flapPW, colleague: colleaguePW, newcomer: newcomerPW}})
+	g := startGateway(t, s, "LOGIN_BACKOFF_FAILURES=5", "LOGIN_BACKOFF_FAILURES_PER_ADDRESS=4",
+		"LOGIN_BACKOFF_DELAY=60s", "LOGIN_BACKOFF_MAX=60s")
+	const office = "127.0.0.9"
+	before := authAttempts(t, s, flap)
+	fc := mcpFrom(t, g.URL, office, map[string]string{"x-imap-user": flap, "x-imap-pass": flapPW})
+	for i := range 5 {
+		// The server refuses the right password...
+		if err := s.SetPassword(flap, "not-what-the-user-has"); err != nil {
+			t.Fatal(err)
+		}
+		res := mailtest.Call(t, fc, "imap_list_folders", nil)
+		if text := mailtest.Text(res); !res.IsError || !strings.Contains(text, "authentication failed") {
+			t.Fatalf("cycle %d: the server refused the password, the gateway said %q", i, text)
+		}
+		// ...and accepts it again a moment later.
+		if err := s.SetPassword(flap, flapPW); err != nil {
+			t.Fatal(err)
+		}
+		if res := mailtest.Call(t, fc, "imap_list_folders", nil); res.IsError {
+			t.Fatalf("cycle %d: the right password, accepted by the server again, was not tried: %s", i, mailtest.Text(res))
+		}
+		// the next refusal needs a fresh login: drop the pooled connection
+		if err := s.Kick(flap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := waitCount(func() int { return authAttempts(t, s, flap) - before }, 5); n != 5 {
+		t.Fatalf("Dovecot logged %d refused logins of the flapping user, want 5 (every one reached the server)", n)
+	}
+	cc := mcpFrom(t, g.URL, office, map[string]string{"x-imap-user": colleague, "x-imap-pass": colleaguePW})
+	if res := mailtest.Call(t, cc, "imap_list_folders", nil); res.IsError {
+		t.Fatalf("a colleague behind the flapping user's address is locked out: %s", mailtest.Text(res))
+	}
+
+	// Guesses at 4 other accounts from the same address, no success after
+	// them: the address is refused for a login not proven yet.
+	for i := range 4 {
+		if f, h := guessFrom(t, g, office, fmt.Sprintf("nobody%d@example.test", i), 1, "imap_list_folders", nil); f != 1 || h != 0 {
+			t.Fatalf("guess %d: %d tried, %d held back; want 1 and 0", i, f, h)
+		}
+	}
+	nc := mcpFrom(t, g.URL, office, map[string]string{"x-imap-user": newcomer, "x-imap-pass": newcomerPW})
+	if res := mailtest.Call(t, nc, "imap_list_folders", nil); !res.IsError || !strings.Contains(mailtest.Text(res), "too many failed logins") {
+		t.Fatalf("4 guesses at other accounts from one address: %q, want the address's back-off", mailtest.Text(res))
+	}
+}

@@ -51,7 +51,9 @@ type Config struct {
 	FailuresPerAccount int
 	// FailuresPerAddress is how many failed logins from one client address
 	// (all accounts together) start the back-off for that address; 0
-	// switches it off.
+	// switches it off. A success of an account from the address takes that
+	// account's failures from there back: only guesses at other accounts,
+	// and failures no success followed, build it up.
 	FailuresPerAddress int
 	// Delay is the first refusal period; each further failure doubles it, up
 	// to MaxDelay. Failures and proven credentials are remembered for
@@ -278,7 +280,13 @@ func (l *Login) Refused() {
 				func(f *failures) { f.fail(now, threshold, g.cfg.Delay, g.cfg.MaxDelay) })
 		}
 	}
-	count(g.pairs, l.pair, g.cfg.FailuresPerUser)
+	// The pair's count is also what a later success of the account takes
+	// back from the address's (Succeeded), so it is kept whenever either
+	// limit is on.
+	if g.cfg.FailuresPerUser > 0 || g.cfg.FailuresPerAddress > 0 && l.addr != "" {
+		g.pairs.update(l.pair, now, ttl, func() *failures { return &failures{} },
+			func(f *failures) { f.fail(now, g.cfg.FailuresPerUser, g.cfg.Delay, g.cfg.MaxDelay) })
+	}
 	count(g.accounts, l.account, g.cfg.FailuresPerAccount)
 	if l.addr != "" {
 		count(g.addrs, l.addr, g.cfg.FailuresPerAddress)
@@ -286,17 +294,22 @@ func (l *Login) Refused() {
 }
 
 // Succeeded records the credential as proven and forgets the failures of
-// the account from this address. The account's count over all addresses and
-// the address's count are kept: the owner logging in must not reset someone
-// else's guesses at the account, nor one valid account an address's guesses
-// at others.
+// the account from this address, in the pair's count and in the address's:
+// a login that failed and then succeeded (a mistyped password, a mail
+// server that refused for a moment) was no guess, and must not lock out the
+// other users behind the same address. The account's count over all
+// addresses is kept, and so are the address's failures of other accounts:
+// the owner logging in must not reset someone else's guesses at the
+// account, nor one valid account an address's guesses at others.
 func (l *Login) Succeeded() {
 	if l == nil {
 		return
 	}
 	g, now := l.g, l.g.now()
 	l.end()
-	g.pairs.remove(l.pair)
+	if n := g.pairs.take(l.pair, now); n > 0 && l.addr != "" && g.cfg.FailuresPerAddress > 0 {
+		g.addrs.forgive(l.addr, now, n, g.cfg.FailuresPerAddress)
+	}
 	g.proofs.get(l.proof, now, g.cfg.MaxDelay*2, func() struct{} { return struct{}{} })
 }
 
@@ -380,10 +393,11 @@ func (t *table[V]) release(key string) {
 }
 
 // fail counts one failure; from the threshold-th on, each blocks for delay,
-// doubled per further failure, capped at maxDelay.
+// doubled per further failure, capped at maxDelay. A threshold of 0 only
+// counts.
 func (f *failures) fail(now time.Time, threshold int, delay, maxDelay time.Duration) {
 	f.count++
-	if f.count < threshold {
+	if threshold <= 0 || f.count < threshold {
 		return
 	}
 	d := delay
@@ -393,6 +407,35 @@ func (f *failures) fail(now time.Time, threshold int, delay, maxDelay time.Durat
 	d = min(d, maxDelay)
 	if until := now.Add(d); until.After(f.blockedUntil) {
 		f.blockedUntil = until
+	}
+}
+
+// take removes key's failures and returns how many there were.
+func (t *table[V]) take(key string, now time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.lookup(key, now)
+	if e == nil {
+		return 0
+	}
+	delete(t.items, key)
+	return any(e.v).(*failures).count
+}
+
+// forgive takes n failures back from key's count (a success of the account
+// that failed them); below the threshold again, the key is no longer
+// refused.
+func (t *table[V]) forgive(key string, now time.Time, n, threshold int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.lookup(key, now)
+	if e == nil || n <= 0 {
+		return
+	}
+	f := any(e.v).(*failures)
+	f.count = max(0, f.count-n)
+	if f.count < threshold {
+		f.blockedUntil = time.Time{}
 	}
 }
 

@@ -425,3 +425,104 @@ func TestConcurrentAttemptsCountPerAccount(t *testing.T) {
 		t.Fatalf("after 8 refusals: %v", err)
 	}
 }
+
+// A success forgives: a user whose mail server refuses the right password
+// now and then (or who mistyped it) builds up nothing at the address once
+// a login of theirs succeeds, so the other users behind that address (an
+// office, a proxy) are never locked out by it. Failures at other accounts,
+// and failures that no success followed, still add up.
+func TestAddressForgivesASuccess(t *testing.T) {
+	c := newClock()
+	g := New(Config{FailuresPerUser: 5, FailuresPerAccount: 50, FailuresPerAddress: 20,
+		Delay: time.Minute, MaxDelay: time.Minute, Now: c.now})
+	office := addr("192.0.2.50")
+	flapper := credentials.New("flap@x", "right")
+	refuse := func(creds credentials.Credentials) {
+		t.Helper()
+		l, err := g.BeginLogin(office, creds)
+		if err != nil {
+			t.Fatalf("%s refused before the server was asked: %v", creds.User, err)
+		}
+		l.Refused()
+	}
+	// 40 refusals of the right password (the server flaps), each pair of
+	// them followed by a success: twice the address's threshold in all.
+	for range 20 {
+		refuse(flapper)
+		refuse(flapper)
+		succeed(t, g, office, flapper)
+	}
+	// Another user behind the same address, never logged in before.
+	if err := try(g, office, "colleague@x"); err != nil {
+		t.Fatalf("a colleague behind the flapping user's address is locked out: %v", err)
+	}
+
+	// The server refuses 4 times in a row, then recovers: the success takes
+	// those 4 back as well, and leaves the address below its threshold.
+	for range 4 {
+		refuse(flapper)
+	}
+	for i := range 15 { // guesses at other accounts: 19 in all with the 4
+		failLogin(t, g, office, fmt.Sprintf("victim%d@x", i))
+	}
+	succeed(t, g, office, flapper)
+	failLogin(t, g, office, "victim-last@x") // 16: still below 20
+	if err := try(g, office, "colleague@x"); err != nil {
+		t.Fatalf("the flapping user's forgiven failures still count: %v", err)
+	}
+
+	// Failures at other accounts are not forgiven by someone else's
+	// success: 4 more guesses reach 20, and the address is refused...
+	for i := range 4 {
+		failLogin(t, g, office, fmt.Sprintf("victim%d@y", i))
+	}
+	if err := try(g, office, "colleague@x"); err == nil || !strings.Contains(mailerr.Message(err), "too many failed logins") {
+		t.Fatalf("20 failures at other accounts from one address: %v, want the address's back-off", err)
+	}
+	// ...even after a success of an account that failed nothing there (the
+	// flapper's proven password passes the back-off, and forgives only its
+	// own failures, of which it has none left).
+	succeed(t, g, office, flapper)
+	if err := try(g, office, "colleague@x"); err == nil {
+		t.Fatal("a success of one account forgave the address's failures at others")
+	}
+
+	// A block lifts once the failures that made it are forgiven: the
+	// flapping user mistypes 3 times, 17 guesses at other accounts make 20,
+	// and the user's proven password then logs in through the back-off.
+	c.add(2 * time.Minute) // the block and every entry expire
+	succeed(t, g, office, flapper)
+	for range 3 {
+		refuse(credentials.New("flap@x", "typo"))
+	}
+	for i := range 17 {
+		failLogin(t, g, office, fmt.Sprintf("spray%d@z", i))
+	}
+	if err := try(g, office, "colleague@x"); err == nil {
+		t.Fatal("20 failures did not engage the address's back-off")
+	}
+	succeed(t, g, office, flapper)
+	if err := try(g, office, "colleague@x"); err != nil {
+		t.Fatalf("the block stays after the failures that made it were forgiven: %v", err)
+	}
+	// The server's refusals of the right password end its proof, so during
+	// a block the user waits like everyone else; once the block ends their
+	// success takes the failures back, and the address is not refused
+	// again at the next failure.
+	c.add(2 * time.Minute)
+	for range 3 {
+		refuse(flapper)
+	}
+	for i := range 17 {
+		failLogin(t, g, office, fmt.Sprintf("spray%d@w", i))
+	}
+	if err := tryCreds(g, office, flapper); err == nil {
+		t.Fatal("20 failures did not engage the address's back-off")
+	}
+	c.add(time.Minute)
+	succeed(t, g, office, flapper)
+	failLogin(t, g, office, "one-more@w")
+	if err := try(g, office, "colleague@x"); err != nil {
+		t.Fatalf("after the block, a forgiven user's failures still count: %v", err)
+	}
+}

@@ -184,10 +184,11 @@ type SentCopy struct {
 }
 
 // SaveSent appends raw to the Sent folder with \Seen and date as its
-// internal date. folder is the configured folder; "" finds it: the folder
-// with the \Sent special-use attribute (RFC 6154), else one with a common
-// Sent name.
-func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, folder string, raw []byte, date time.Time) (*SentCopy, error) {
+// internal date; unconfirmed also marks it \Flagged and
+// UnconfirmedKeyword (its message may or may not have gone out). folder
+// is the configured folder; "" finds it: the folder with the \Sent
+// special-use attribute (RFC 6154), else one with a common Sent name.
+func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, folder string, raw []byte, date time.Time, unconfirmed bool) (*SentCopy, error) {
 	if strings.EqualFold(folder, NoSentFolder) {
 		return nil, mailerr.New(mailerr.BadInput, "saving a copy of sent mail is turned off (SENT_FOLDER=none)")
 	}
@@ -197,7 +198,11 @@ func (c *Client) SaveSent(ctx context.Context, creds credentials.Credentials, fo
 		if err != nil {
 			return err
 		}
-		uid, err := conn.append(name, raw, []imap.Flag{imap.FlagSeen}, date)
+		flags := []imap.Flag{imap.FlagSeen}
+		if unconfirmed {
+			flags = append(flags, unconfirmedFlags...)
+		}
+		uid, err := conn.append(name, raw, flags, date)
 		if err != nil {
 			if mailerr.KindOf(err) == mailerr.NotFound {
 				return mailerr.Wrap(mailerr.NotFound, err, "the Sent folder "+quote(name)+" does not exist").About(mailerr.SubjectFolder)

@@ -29,6 +29,15 @@ import (
 // not yet confirmed as sent.
 const SendingKeyword = "$MailboxMcpSending"
 
+// UnconfirmedKeyword marks a Sent copy whose message may or may not have
+// gone out: the whole message was transmitted and the server's answer was
+// lost. Such a copy is also \Flagged, so that a person sees it in any mail
+// app and checks with the recipients.
+const UnconfirmedKeyword = "$MailboxMcpUnconfirmed"
+
+// unconfirmedFlags are the flags of a copy whose send is unconfirmed.
+var unconfirmedFlags = []imap.Flag{imap.FlagFlagged, UnconfirmedKeyword}
+
 // maxSentCandidates bounds the copies read for one Message-ID: more means
 // something other than the gateway files copies with it.
 const maxSentCandidates = 20
@@ -44,7 +53,10 @@ type SentRecord struct {
 	Filed time.Time
 	// Sending says the copy is still marked SendingKeyword: its message is
 	// being sent, or the attempt was interrupted.
-	Sending           bool
+	Sending bool
+	// Unconfirmed says the copy is marked UnconfirmedKeyword: the attempt
+	// transmitted the whole message and lost the server's answer.
+	Unconfirmed       bool
 	MessageID         string
 	Date              time.Time // the Date header
 	From, To, Cc, Bcc []Address
@@ -178,6 +190,19 @@ func (c *Client) FinishSent(ctx context.Context, creds credentials.Credentials, 
 	})
 }
 
+// MarkUnconfirmed marks rec \Flagged and UnconfirmedKeyword: its message
+// was transmitted whole and the server's answer was lost. SendingKeyword
+// stays, so that no retry with its Message-ID sends it again.
+func (c *Client) MarkUnconfirmed(ctx context.Context, creds credentials.Credentials, rec *SentRecord) error {
+	return c.onSentCopy(ctx, creds, rec, "flagging the Sent copy for checking", func(cl *imapclient.Client) error {
+		err := cl.Store(imap.UIDSetNum(imap.UID(rec.UID)), &imap.StoreFlags{Op: imap.StoreFlagsAdd, Silent: true, Flags: unconfirmedFlags}, nil).Close()
+		if err != nil {
+			return imapError(err, rec.Folder)
+		}
+		return nil
+	})
+}
+
 // WithdrawSent removes rec (UID EXPUNGE of exactly its UID): its message
 // was not sent, so a later attempt with the same Message-ID may send.
 func (c *Client) WithdrawSent(ctx context.Context, creds credentials.Credentials, rec *SentRecord) error {
@@ -261,8 +286,9 @@ func sentCopies(conn *Conn, folder, id string) ([]*SentRecord, error) {
 		env := b.Envelope
 		r := &SentRecord{
 			Folder: folder, UID: uint32(b.UID), UIDValidity: conn.uidValidity, Filed: b.InternalDate,
-			Sending:   slices.ContainsFunc(b.Flags, func(f imap.Flag) bool { return strings.EqualFold(string(f), SendingKeyword) }),
-			MessageID: id, Date: env.Date, Subject: mailmsg.SanitizeLine(env.Subject),
+			Sending:     hasFlag(b.Flags, SendingKeyword),
+			Unconfirmed: hasFlag(b.Flags, UnconfirmedKeyword),
+			MessageID:   id, Date: env.Date, Subject: mailmsg.SanitizeLine(env.Subject),
 			From: addressesOf(env.From), To: addressesOf(env.To), Cc: addressesOf(env.Cc), Bcc: addressesOf(env.Bcc),
 			References: msgIDs(h.Get("References")), Tags: mailmsg.ParseTags(h.Get(mailmsg.TagsHeader)),
 		}
@@ -273,6 +299,11 @@ func sentCopies(conn *Conn, folder, id string) ([]*SentRecord, error) {
 	}
 	slices.SortFunc(out, func(a, b *SentRecord) int { return int(int64(a.UID) - int64(b.UID)) })
 	return out, nil
+}
+
+// hasFlag says whether flags hold f (keywords compare case-blind).
+func hasFlag(flags []imap.Flag, f imap.Flag) bool {
+	return slices.ContainsFunc(flags, func(x imap.Flag) bool { return strings.EqualFold(string(x), string(f)) })
 }
 
 // Located is where a message is.

@@ -593,6 +593,51 @@ func (s *Stack) Kick(user string) error {
 	return err
 }
 
+// SetPassword changes user's password in Dovecot's passwd-file (IMAP and
+// SMTP AUTH both check it; Dovecot re-reads the file when it changes, and
+// the stack keeps no auth cache). It returns once every login sees the new
+// password, about a second later. A test can make the server refuse a
+// password it accepted a moment ago, as a flapping authentication backend
+// does. The user must exist.
+func (s *Stack) SetPassword(user, password string) error {
+	if strings.ContainsAny(password, ":\r\n") || password == "" {
+		return fmt.Errorf("mailstack: SetPassword: a password must be non-empty, without ':' or line breaks")
+	}
+	path := filepath.Join(s.Dir, "etc", "passwd")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("mailstack: SetPassword: %w", err)
+	}
+	lines, found := strings.Split(string(b), "\n"), false
+	for i, l := range lines {
+		if name, rest, ok := strings.Cut(l, ":"); ok && name == user {
+			_, tail, _ := strings.Cut(rest, ":")
+			lines[i], found = name+":{PLAIN}"+password+":"+tail, true
+		}
+	}
+	if !found {
+		return fmt.Errorf("mailstack: SetPassword: no user %s", user)
+	}
+	// A new file renamed into place: Dovecot sees a new inode at once,
+	// whatever the mtime's resolution.
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, []byte(strings.Join(lines, "\n")), 0o640); err != nil {
+		return fmt.Errorf("mailstack: SetPassword: %w", err)
+	}
+	if st, err := os.Stat(path); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			_ = os.Chown(tmp, int(sys.Uid), int(sys.Gid))
+		}
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("mailstack: SetPassword: %w", err)
+	}
+	// Dovecot looks at the file at most once a second (db-passwd-file's
+	// last_sync_time): after this, every login sees the new password.
+	time.Sleep(1100 * time.Millisecond)
+	return nil
+}
+
 // Doveadm runs doveadm -c DIR/etc/dovecot.conf ARGS... and returns its
 // combined output.
 func (s *Stack) Doveadm(args ...string) (string, error) {

@@ -18,8 +18,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
@@ -119,25 +121,53 @@ func (o *Outbox) recordable() error {
 	return nil
 }
 
-// noRecord explains a failure to use the Sent folder as the record.
+// noRecord explains a failure to use the Sent folder as the record, which
+// comes before anything is sent: it says so.
 func noRecord(err error) error {
 	if mailerr.KindOf(err) == mailerr.NotFound && mailerr.SubjectOf(err) != mailerr.SubjectMessage {
 		return mailerr.Wrap(mailerr.NotFound, err, mailerr.Message(err)+"; idempotency_key needs that folder as the record of what was sent, so nothing was sent (send without idempotency_key)")
 	}
+	if !strings.Contains(mailerr.Message(err), "nothing was sent") {
+		return withFact(err, "; nothing was sent")
+	}
 	return err
 }
 
+// withFact is err with fact added to its message; its kind, step, subject
+// and cause stay as they were.
+func withFact(err error, fact string) error {
+	var me *mailerr.Error
+	if !errors.As(err, &me) {
+		return mailerr.Wrap(mailerr.KindOf(err), err, mailerr.Message(err)+fact)
+	}
+	c := *me
+	c.Msg += fact
+	return &c
+}
+
 // earlier answers a send whose key was used before: the message sent then
-// (Duplicate), or an error saying it is under way or was interrupted.
+// (Duplicate), or an error saying what is known of an attempt that has
+// not recorded a confirmed send: its answer was lost (the copy is marked
+// unconfirmed), it is running in this process, it has not recorded its
+// outcome yet (another replica, or interrupted), or it is older than any
+// send can take (interrupted).
 func (o *Outbox) earlier(rec *mailbox.SentRecord, key string) (*Result, error) {
 	if rec.Sending {
 		started := rec.Filed.UTC().Format(time.RFC3339)
-		if time.Since(rec.Filed) > o.cfg.MaxSendTime+staleMargin {
-			return nil, mailerr.Newf(mailerr.Permanent, "a send with this idempotency_key (Message-ID <%s>, begun %s) was interrupted before the mail server confirmed it: it may or may not have been delivered. This call sent nothing; its copy is UID %d in %s. Check with the recipients before sending it again with a new idempotency_key",
+		stale := rec.Filed.Add(o.cfg.MaxSendTime + staleMargin)
+		switch {
+		case rec.Unconfirmed:
+			return nil, mailerr.Newf(mailerr.Permanent, "a send with this idempotency_key (Message-ID <%s>, begun %s) transmitted the whole message, but the mail server's answer was lost: it may or may not have been delivered. This call sent nothing; its copy is UID %d in %s, flagged for checking. Check with the recipients before sending it again with a new idempotency_key",
 				rec.MessageID, started, rec.UID, rec.Folder)
+		case o.flights.running(rec.MessageID):
+			return nil, mailerr.Newf(mailerr.Temporary, "a send with this idempotency_key (Message-ID <%s>, begun %s) is under way in another request on this gateway; this call sent nothing. Call again with the same idempotency_key to learn whether it went out",
+				rec.MessageID, started)
+		case time.Now().Before(stale):
+			return nil, mailerr.Newf(mailerr.Temporary, "a send with this idempotency_key (Message-ID <%s>, begun %s) has not recorded its outcome, and no request on this gateway is running it: it is under way on another replica of the gateway, or it was interrupted before the mail server confirmed it. This call sent nothing; its copy is UID %d in %s. Call again with the same idempotency_key after %s to learn which",
+				rec.MessageID, started, rec.UID, rec.Folder, stale.UTC().Format(time.RFC3339))
 		}
-		return nil, mailerr.Newf(mailerr.Temporary, "a send with this idempotency_key (Message-ID <%s>, begun %s) is under way in another request; this call sent nothing. Call again with the same idempotency_key to learn whether it went out",
-			rec.MessageID, started)
+		return nil, mailerr.Newf(mailerr.Permanent, "a send with this idempotency_key (Message-ID <%s>, begun %s) was interrupted before the mail server confirmed it: it may or may not have been delivered. This call sent nothing; its copy is UID %d in %s. Check with the recipients before sending it again with a new idempotency_key",
+			rec.MessageID, started, rec.UID, rec.Folder)
 	}
 	res := &Result{
 		MessageID: rec.MessageID, Date: rec.Date, Subject: rec.Subject,
@@ -180,6 +210,9 @@ func (o *Outbox) sendOnce(ctx context.Context, creds credentials.Credentials, d 
 	if err != nil {
 		return nil, err
 	}
+	// From before its copy can be seen until the outcome is recorded, a
+	// retry in this process knows that this attempt is running.
+	defer o.flights.begin(id)()
 	claim, err := o.mailbox.ClaimSent(ctx, creds, o.cfg.SentFolder, copyRaw, id, d.Date)
 	if err != nil {
 		return nil, noRecord(err)
@@ -196,8 +229,17 @@ func (o *Outbox) sendOnce(ctx context.Context, creds credentials.Credentials, d 
 	defer cancel()
 	if err != nil {
 		if mayHaveBeenSent(err) {
-			// Unknown outcome: the mark stays, and a retry says so.
-			return nil, mailerr.Wrap(mailerr.KindOf(err), err, mailerr.Message(err)+"; a retry with the same idempotency_key will not send it again")
+			// Unknown outcome: the mark stays, so that no retry sends it
+			// again, and the copy is flagged so that a retry (and a
+			// person) knows the answer was lost.
+			where := fmt.Sprintf("its copy is UID %d in %s", claim.Mine.UID, claim.Mine.Folder)
+			if merr := o.mailbox.MarkUnconfirmed(cctx, creds, claim.Mine); merr != nil {
+				o.log.WarnContext(ctx, "could not flag the Sent copy of an unconfirmed send", "err", merr)
+				where += " (still marked as being sent: it could not be flagged for checking)"
+			} else {
+				where += ", flagged for checking"
+			}
+			return nil, withFact(err, "; "+where+"; a retry with the same idempotency_key will not send it again: it sends nothing and says what is known")
 		}
 		if werr := o.mailbox.WithdrawSent(cctx, creds, claim.Mine); werr != nil {
 			o.log.WarnContext(ctx, "could not withdraw the Sent copy of a failed send", "err", werr)
@@ -212,6 +254,38 @@ func (o *Outbox) sendOnce(ctx context.Context, creds credentials.Credentials, d 
 		res.Warnings = append(res.Warnings, "the Sent copy is still marked as being sent ("+mailbox.SendingKeyword+"): "+mailerr.Message(err)+"; a retry with the same idempotency_key will call this send interrupted rather than done")
 	}
 	return res, nil
+}
+
+// flights are the sends with an idempotency key running in this process,
+// by Message-ID: what lets a retry tell "under way here" from "not
+// recorded" (another replica, or an attempt that was interrupted).
+type flights struct {
+	mu  sync.Mutex
+	ids map[string]int
+}
+
+// begin notes that a send of id runs, until the function it returns is
+// called.
+func (f *flights) begin(id string) (end func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ids == nil {
+		f.ids = map[string]int{}
+	}
+	f.ids[id]++
+	return func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.ids[id]--; f.ids[id] <= 0 {
+			delete(f.ids, id)
+		}
+	}
+}
+
+func (f *flights) running(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.ids[id] > 0
 }
 
 // mayHaveBeenSent says whether a failed submission may still have

@@ -72,6 +72,7 @@ type Outbox struct {
 	mailbox    *mailbox.Client
 	submission *submission.Client
 	log        *slog.Logger
+	flights    flights // sends with an idempotency key running here
 }
 
 // New makes an Outbox. sub may be nil: drafts can then be saved, but
@@ -626,11 +627,31 @@ func (o *Outbox) deliver(ctx context.Context, creds credentials.Credentials, d m
 	}
 	sent, err := o.submission.Send(ctx, creds, d.From.Email, rcpts, bytes.NewReader(raw))
 	if err != nil {
+		if mayHaveBeenSent(err) {
+			return nil, o.unconfirmed(ctx, creds, d, id, err)
+		}
 		return nil, err
 	}
 	res := sentResult(d, id, sent)
-	res.SentCopy = o.saveSentCopy(ctx, creds, d, id)
+	res.SentCopy = o.saveSentCopy(ctx, creds, d, id, false)
 	return res, nil
+}
+
+// unconfirmed is the error of a send without a key whose whole message
+// went out and whose answer was lost: its Sent copy is filed all the same,
+// flagged for checking, so that what the error says of it is true, and a
+// person sees it.
+func (o *Outbox) unconfirmed(ctx context.Context, creds credentials.Credentials, d mailmsg.Draft, id string, err error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var fact string
+	switch sc := o.saveSentCopy(cctx, creds, d, id, true); {
+	case sc.Saved:
+		fact = fmt.Sprintf("; its copy is UID %d in %s, flagged for checking (Message-ID <%s>)", sc.UID, sc.Folder, id)
+	default:
+		fact = "; " + sc.Reason
+	}
+	return withFact(err, fact+". Sending it again may deliver it twice: check with the recipients first (a send with an idempotency_key can be retried safely)")
 }
 
 // sentResult describes d, sent with Message-ID id.
@@ -650,10 +671,10 @@ func sentResult(d mailmsg.Draft, id string, sent *submission.Result) *Result {
 }
 
 // saveSentCopy appends the sender's copy (with Bcc, same Message-ID and
-// Date) to the Sent folder. The message went out: this runs even if the
-// caller has gone (within the call's deadline), and a failure is reported,
-// not returned.
-func (o *Outbox) saveSentCopy(ctx context.Context, creds credentials.Credentials, d mailmsg.Draft, id string) SentCopy {
+// Date) to the Sent folder; unconfirmed flags it for checking. The message
+// went out (or may have): this runs even if the caller has gone (within
+// the call's deadline), and a failure is reported, not returned.
+func (o *Outbox) saveSentCopy(ctx context.Context, creds credentials.Credentials, d mailmsg.Draft, id string, unconfirmed bool) SentCopy {
 	if strings.EqualFold(o.cfg.SentFolder, mailbox.NoSentFolder) {
 		return SentCopy{Reason: "saving a copy is turned off on this gateway (SENT_FOLDER=none), usually because the mail server files sent mail itself"}
 	}
@@ -665,9 +686,12 @@ func (o *Outbox) saveSentCopy(ctx context.Context, creds credentials.Credentials
 	}
 	sctx, cancel := detached(ctx)
 	defer cancel()
-	saved, err := o.mailbox.SaveSent(sctx, creds, o.cfg.SentFolder, raw, d.Date)
+	saved, err := o.mailbox.SaveSent(sctx, creds, o.cfg.SentFolder, raw, d.Date, unconfirmed)
 	if err != nil {
 		o.log.WarnContext(ctx, "saving the Sent copy failed", "err", err)
+		if unconfirmed {
+			return SentCopy{Reason: "no copy could be saved in the Sent folder: " + mailerr.Message(err)}
+		}
 		return SentCopy{Reason: "the message was sent, but no copy was saved: " + mailerr.Message(err)}
 	}
 	return SentCopy{Saved: true, Folder: saved.Folder, UID: saved.UID}

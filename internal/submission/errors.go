@@ -32,9 +32,17 @@ func (p phase) String() string {
 	return [...]string{"connect", "auth", "mail", "rcpt", "data", "data-end", "done"}[p]
 }
 
-// mayHaveBeenSent is added to errors after the whole message went out
-// without an answer.
-const mayHaveBeenSent = "; the whole message had been transmitted, so it may have been sent: check before sending it again"
+// mayHaveBeenSent is added to errors after the whole message, final dot
+// included, was written and no answer came: the server may have taken it.
+// It is a fact, not advice: whether sending again is safe depends on what
+// the caller has (an idempotency key, the Sent copy), which this layer
+// does not know.
+const mayHaveBeenSent = "; the whole message had been transmitted, so it may have been sent"
+
+// nothingSent is added where the server cannot have taken the message:
+// it refused it, or the final dot never reached it (a server discards a
+// DATA without its end).
+const nothingSent = "; nothing was sent"
 
 // contextError is the error for ctx ending while step of phase p was under
 // way.
@@ -55,7 +63,7 @@ func sentOrNot(e *mailerr.Error, p phase) *mailerr.Error {
 	if p == phaseDataEnd {
 		e.Msg += mayHaveBeenSent
 	} else {
-		e.Msg += "; nothing was sent"
+		e.Msg += nothingSent
 	}
 	return e
 }
@@ -81,9 +89,9 @@ func classify(p phase, err error, subject string) error {
 		return mailerr.Wrap(mailerr.Unavailable, err, "the connection to the mail server broke before it confirmed the message"+mayHaveBeenSent)
 	}
 	if isNetError(err) {
-		return mailerr.Wrap(mailerr.Unavailable, err, "the mail server closed the connection unexpectedly; nothing was sent, try again later")
+		return mailerr.Wrap(mailerr.Unavailable, err, "the connection to the mail server broke"+nothingSent)
 	}
-	return mailerr.Wrap(mailerr.Unavailable, err, "the mail server answered in a way the gateway does not understand; nothing was sent")
+	return mailerr.Wrap(mailerr.Unavailable, err, "the mail server answered in a way the gateway does not understand"+nothingSent)
 }
 
 // serverError classifies an SMTP reply by its code and enhanced code.
@@ -98,7 +106,7 @@ func serverError(p phase, se *smtp.SMTPError, subject string) error {
 	case tooLarge(se):
 		return mailerr.Wrap(mailerr.TooLarge, se, fmt.Sprintf("the message is too large for the mail server (%s)", why))
 	case se.Code/100 == 4:
-		return mailerr.Wrap(mailerr.Temporary, se, fmt.Sprintf("temporary failure (%s); retry later", why))
+		return mailerr.Wrap(mailerr.Temporary, se, fmt.Sprintf("temporary failure (%s)%s", why, nothingSent))
 	case se.Code/100 != 5:
 		return mailerr.Wrap(mailerr.Unavailable, se, fmt.Sprintf("the mail server answered unexpectedly (%s); nothing was sent", why))
 	}
@@ -157,7 +165,7 @@ func recipientsError(rej []Rejection) error {
 		msg = "the mail server refused every recipient; nothing was sent: " + strings.Join(list, "; ")
 	}
 	if kind == mailerr.Temporary {
-		msg = "temporary failure (" + strings.TrimPrefix(msg, "the mail server ") + "); retry later"
+		msg = "temporary failure (" + strings.TrimPrefix(msg, "the mail server ") + ")"
 	}
 	var causes []error
 	for _, r := range rej {

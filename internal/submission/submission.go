@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/emersion/go-sasl"
@@ -62,6 +63,10 @@ type Config struct {
 	// an endpoint without a Host means sending is off for that host. Its
 	// errors are mailerr errors.
 	Route func(host, provider string) (transport.Endpoint, error)
+
+	// dial replaces transport.Dial (tests: a connection that fails a
+	// chosen write).
+	dial func(context.Context, transport.Endpoint) (net.Conn, error)
 }
 
 func (c Config) endpoint() transport.Endpoint {
@@ -312,6 +317,25 @@ type session struct {
 	// pipe is the connection under go-smtp when the session owns it
 	// (pipeline.go); nil after STARTTLS.
 	pipe *pipe
+	// wire is the connection as dialled, noting failed writes.
+	wire *wire
+}
+
+// wire notes whether a write to the server failed. When the write that
+// carries the final dot fails, its last bytes never reached the server,
+// which discards a DATA without its end (with TLS, an incomplete record
+// cannot even be read): nothing was sent, whatever else happens.
+type wire struct {
+	net.Conn
+	failed atomic.Bool
+}
+
+func (w *wire) Write(b []byte) (int, error) {
+	n, err := w.Conn.Write(b)
+	if err != nil {
+		w.failed.Store(true)
+	}
+	return n, err
 }
 
 // send runs the conversation. go-smtp takes no context: the connection is
@@ -339,10 +363,14 @@ func (s *session) send(creds credentials.Credentials, from string, rcpts []strin
 // login dials, secures the connection and authenticates; done closes it.
 func (s *session) login(creds credentials.Credentials) (sc *smtp.Client, done func(), err error) {
 	s.phase = phaseConnect
-	conn, err := transport.Dial(s.ctx, s.ep)
+	dial := transport.Dial
+	if s.cfg.dial != nil {
+		dial = s.cfg.dial
+	}
+	conn, err := dial(s.ctx, s.ep)
 	if err != nil {
 		var me *mailerr.Error
-		if errors.As(err, &me) && me.Kind == mailerr.Timeout {
+		if errors.As(err, &me) {
 			return nil, nil, sentOrNot(me, s.phase)
 		}
 		return nil, nil, err
@@ -374,18 +402,19 @@ func (s *session) login(creds credentials.Credentials) (sc *smtp.Client, done fu
 // unless plain text is allowed.
 func (s *session) connect(conn net.Conn) (*smtp.Client, error) {
 	var sc *smtp.Client
+	s.wire = &wire{Conn: conn}
 	if s.ep.Security == transport.StartTLS {
 		// go-smtp's only STARTTLS entry point: greeting, EHLO localhost,
 		// STARTTLS, or an error when the server does not offer it. The
 		// handshake itself happens at the EHLO below.
-		w := transport.Watch(conn)
+		w := transport.Watch(s.wire)
 		s.greeted = w.Answered
 		var err error
 		if sc, err = smtp.NewClientStartTLS(w, s.ep.ClientTLS()); err != nil {
 			return nil, s.startTLSError(err)
 		}
 	} else {
-		s.pipe = &pipe{Conn: conn}
+		s.pipe = &pipe{Conn: s.wire}
 		sc = smtp.NewClient(s.pipe)
 	}
 	// go-smtp puts these deadlines on the socket per command. The context
@@ -541,6 +570,12 @@ func (s *session) transaction(sc *smtp.Client, from string, rcpts []string, msg 
 	s.phase = phaseDataEnd
 	resp, err := w.CloseWithResponse()
 	if err != nil {
+		if s.wire.failed.Load() {
+			// The write of the final dot failed (the server reset the
+			// connection, or the call's end closed it while the server
+			// was not reading): the server never had the whole message.
+			s.phase = phaseData
+		}
 		return nil, "", s.failPolitely(sc, err, "")
 	}
 	s.phase = phaseDone
@@ -562,7 +597,7 @@ func (s *session) fail(err error, subject string) error {
 		// a broken connection must keep the "may have been sent" warning.
 		if s.phase == phaseConnect {
 			if me := s.ep.Classify(s.ctx, s.step(), err); me != nil {
-				return me
+				return sentOrNot(me, s.phase)
 			}
 		}
 	}

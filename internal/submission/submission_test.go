@@ -435,13 +435,13 @@ func TestFakeServerAnswers(t *testing.T) {
 				"a@fake.test": {Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: "no such user"},
 				"b@fake.test": {Code: 450, EnhancedCode: smtp.EnhancedCode{4, 2, 1}, Message: "mailbox busy"},
 			}
-		}, []string{"a@fake.test", "b@fake.test"}, mailerr.Temporary, []string{"temporary failure (", "a@fake.test (550 5.1.1 no such user)", "b@fake.test (450 4.2.1 mailbox busy)", "retry later"}},
+		}, []string{"a@fake.test", "b@fake.test"}, mailerr.Temporary, []string{"temporary failure (", "a@fake.test (550 5.1.1 no such user)", "b@fake.test (450 4.2.1 mailbox busy)"}},
 		{"sender refused", func(fs *fakeServer) {
 			fs.mailErr = &smtp.SMTPError{Code: 553, EnhancedCode: smtp.EnhancedCode{5, 7, 1}, Message: "Sender address rejected: not owned by user"}
 		}, nil, mailerr.Permanent, []string{"refused the sender address " + mailtest.Alice, "553 5.7.1 Sender address rejected"}},
 		{"sender deferred", func(fs *fakeServer) {
 			fs.mailErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 3, 0}, Message: "try again"}
-		}, nil, mailerr.Temporary, []string{"temporary failure (451 4.3.0 try again); retry later"}},
+		}, nil, mailerr.Temporary, []string{"temporary failure (451 4.3.0 try again); nothing was sent"}},
 		{"message too big", func(fs *fakeServer) { fs.dataErr = smtp.ErrDataTooLarge }, nil, mailerr.TooLarge, []string{"too large", "552 5.3.4"}},
 		{"552 without enhanced code", func(fs *fakeServer) {
 			fs.dataErr = &smtp.SMTPError{Code: 552, EnhancedCode: smtp.NoEnhancedCode, Message: "Too much mail data"}
@@ -457,7 +457,7 @@ func TestFakeServerAnswers(t *testing.T) {
 		}, nil, mailerr.Permanent, []string{"refused the message (554 first line)"}},
 		{"message deferred", func(fs *fakeServer) {
 			fs.dataErr = &smtp.SMTPError{Code: 451, EnhancedCode: smtp.EnhancedCode{4, 7, 1}, Message: "greylisted"}
-		}, nil, mailerr.Temporary, []string{"temporary failure (451 4.7.1 greylisted); retry later"}},
+		}, nil, mailerr.Temporary, []string{"temporary failure (451 4.7.1 greylisted); nothing was sent"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -139,7 +139,9 @@ func sending[A any](title string, plan func(ctx context.Context, c *Call, a A) (
 // idempotency_key.
 const idempotencyDescription = "Without idempotency_key every call sends a new message: do not repeat a call that succeeded. " +
 	"With one, a repeated call (a retry after a timeout, on any gateway replica) sends nothing and returns the message sent the first time (duplicate=true); " +
-	"this needs the Sent folder, where the copy is filed before sending and serves as the record."
+	"this needs the Sent folder, where the copy is filed before sending and serves as the record. " +
+	"A failed call says which of two things happened: \"nothing was sent\" (safe to send again), or, only when the whole message reached the server and its answer was lost, \"may have been sent\": " +
+	"the Sent copy is then filed flagged for checking (\\Flagged, $MailboxMcpUnconfirmed); check with the recipients before sending again without a key, while a retry with the key sends nothing and says what is known."
 
 func valueOf[T any](p *T) T {
 	if p == nil {

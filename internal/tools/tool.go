@@ -577,18 +577,24 @@ func (d *Deps) advise(ctx context.Context, err error) string {
 		if step := mailerr.StepOf(err); step != "" {
 			msg += "; it ran out while " + step
 		}
-		if orig := mailerr.Message(err); strings.Contains(orig, "may have been sent") {
-			msg += "; the whole message had been transmitted, so it may have been sent: check the Sent folder before sending it again"
-		} else if strings.Contains(orig, "nothing was sent") {
-			msg += "; nothing was sent"
+		// The first clause said the same ("did not answer in time while
+		// ..."); what the layers added after it (whether a message went
+		// out, where its copy is) is kept.
+		if _, rest, ok := strings.Cut(mailerr.Message(err), "; "); ok {
+			msg += "; " + rest
 		}
 		return msg
 	}
-	switch kind {
-	case mailerr.Unavailable, mailerr.Busy, mailerr.Temporary:
-		msg += "; try again later"
-	case mailerr.Timeout:
-		msg += "; try again"
+	// The one place that advises trying again: never where the message may
+	// have gone out (a retry could deliver it twice; the layer below says
+	// what is safe), nor where the sentence already says when to retry.
+	if !strings.Contains(msg, "may have been sent") && !advisesRetry(msg) {
+		switch kind {
+		case mailerr.Unavailable, mailerr.Busy, mailerr.Temporary:
+			msg += "; try again later"
+		case mailerr.Timeout:
+			msg += "; try again"
+		}
 	}
 	switch mailerr.SubjectOf(err) {
 	case mailerr.SubjectFolder:
@@ -603,6 +609,14 @@ func (d *Deps) advise(ctx context.Context, err error) string {
 		msg += "; imap_encrypt_credentials with the user and password makes a token with a wider scope, up to what the operator allows (a sign-in is widened by signing in again)"
 	}
 	return msg
+}
+
+// advisesRetry says whether a sentence from below already says when to
+// try again ("retry in a few seconds", "try again shortly", "call again
+// with the same idempotency_key").
+func advisesRetry(msg string) bool {
+	m := strings.ToLower(msg)
+	return strings.Contains(m, "try again") || strings.Contains(m, "retry") || strings.Contains(m, "call again")
 }
 
 // catalog is every tool the gateway has, in the order tools/list shows

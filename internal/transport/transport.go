@@ -15,6 +15,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"sync/atomic"
@@ -136,8 +137,8 @@ func (e Endpoint) failure(ctx context.Context, step string, err error, otherwise
 // Classify turns a failure to reach or secure a connection to e into a
 // *mailerr.Error: a Timeout naming step when ctx has ended (whatever err
 // says, the closed socket is then the context's doing); Unavailable for a
-// host name that does not resolve, a refused or unreachable address, or a
-// TLS problem (untrusted or wrong certificate, no TLS on the port, no
+// host name that does not resolve, a refused or unreachable address, a
+// connection reset or ended during step (cause "closed"), or a TLS problem (untrusted or wrong certificate, no TLS on the port, no
 // common parameters). It returns nil when err is none of these, so that the
 // protocol layers can classify the rest. The error wraps err, for
 // mailerr.Cause and the log.
@@ -169,6 +170,12 @@ func (e Endpoint) Classify(ctx context.Context, step string, err error) *mailerr
 		}
 	}
 	switch {
+	case broken(err):
+		// A reset or an end of the stream in the middle of a handshake is
+		// the connection failing (a server restarting, a proxy or firewall
+		// dropping it), not a certificate or protocol mismatch: trying
+		// again can work, changing the settings would not help.
+		return unavailable("closed", "the connection to "+e.server()+" broke while "+step+" (reset or closed before the exchange finished)")
 	case errors.As(err, &dnsErr):
 		return unavailable("dns", e.server()+"'s host name could not be resolved")
 	case errors.Is(err, syscall.ECONNREFUSED):
@@ -177,6 +184,13 @@ func (e Endpoint) Classify(ctx context.Context, step string, err error) *mailerr
 		return unavailable("dial_unreachable", e.server()+" could not be reached (no route to its address)")
 	}
 	return nil
+}
+
+// broken reports a connection that the peer or the network ended: a
+// reset, a write to a closed connection, or the stream ending early.
+func broken(err error) bool {
+	return errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNABORTED) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // tlsProblem is the message for a TLS failure, or "". x509 errors arrive

@@ -280,3 +280,40 @@ func TestPublicOnlyRefusalsReadAlike(t *testing.T) {
 		}
 	}
 }
+
+// resetAfterHello reads the client's first flight (the ClientHello) and
+// resets the connection (SO_LINGER 0), as a server restarting or a proxy
+// dropping the connection does.
+func resetAfterHello(c net.Conn) {
+	_, _ = c.Read(make([]byte, 4096))
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetLinger(0)
+	}
+	c.Close()
+}
+
+// closeAfterHello reads the ClientHello and closes the connection cleanly
+// (the client reads EOF).
+func closeAfterHello(c net.Conn) {
+	_, _ = c.Read(make([]byte, 4096))
+	c.Close()
+}
+
+// A reset or an EOF in the middle of the TLS handshake is a connection
+// failure (cause "closed", the step named), never a certificate or
+// protocol mismatch: the settings are right, and trying again can work.
+func TestDialBrokenDuringHandshake(t *testing.T) {
+	for name, serve := range map[string]func(net.Conn){"reset": resetAfterHello, "eof": closeAfterHello} {
+		t.Run(name, func(t *testing.T) {
+			host, port := mailtest.Listen(t, serve)
+			e := transport.Endpoint{Host: host, Port: port, Security: transport.TLS, Server: "the IMAP server"}
+			_, err := transport.Dial(context.Background(), e)
+			me := wantErr(t, err, mailerr.Unavailable, "closed", "the connection to the IMAP server broke while starting TLS with the IMAP server")
+			for _, wrong := range []string{"certificate", "protocol", "mismatch", "TLS handshake with the IMAP server failed"} {
+				if strings.Contains(me.Msg, wrong) {
+					t.Errorf("message %q blames the settings (%q) for a broken connection", me.Msg, wrong)
+				}
+			}
+		})
+	}
+}
