@@ -1,6 +1,7 @@
 package tests
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -169,5 +170,20 @@ func TestReadRightAfterDelivery(t *testing.T) {
 	}
 	if got, ok := read(9999); ok || !strings.Contains(got, "no message with UID 9999") {
 		t.Errorf("a UID that does not exist: %q", got)
+	}
+	// The same for an attachment fetched right after its message arrived.
+	for round := range 3 {
+		subject := "attached-" + strconv.Itoa(round)
+		m := "From: Zed <zed@example.test>\r\nTo: " + user + "\r\nSubject: " + subject + "\r\nMIME-Version: 1.0\r\n" +
+			"Content-Type: multipart/mixed; boundary=b\r\n\r\n--b\r\nContent-Type: text/plain\r\n\r\nsee file\r\n" +
+			"--b\r\nContent-Type: text/plain; name=\"note.txt\"\r\nContent-Disposition: attachment; filename=\"note.txt\"\r\n\r\n" + subject + " content\r\n--b--\r\n"
+		uid := uint32(appendUID(t, d, "INBOX", []byte(m), nil, time.Time{}))
+		res := mailtest.Call(t, c, "imap_get_attachment", map[string]any{"uid": uid, "part_id": "2"})
+		if res.IsError || !strings.Contains(mailtest.Text(res)+fmt.Sprint(res.StructuredContent), "note.txt") {
+			t.Errorf("round %d: the attachment of UID %d right after it arrived: %s", round, uid, mailtest.Text(res))
+		}
+	}
+	if st := g.App.PoolStats(); st.Opened != 1 {
+		t.Errorf("the reads used %d connections, want the one pooled connection: %+v", st.Opened, st)
 	}
 }

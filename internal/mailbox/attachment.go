@@ -78,6 +78,16 @@ func (c *Client) Attachment(ctx context.Context, creds credentials.Credentials, 
 		}
 		cl := conn.client()
 		bs, atts, i, raw, err := findAttachmentWith(first, folder, uid, partID, sec)
+		if conn.mayNotSeeYet(err, uid) {
+			// Delivered after the connection last looked (fresh.go).
+			if err = conn.catchUp(folder); err == nil {
+				again := cl.Fetch(imap.UIDSetNum(imap.UID(uid)), &imap.FetchOptions{
+					UID: true, BodyStructure: &imap.FetchItemBodyStructure{Extended: true}, BodySection: []*imap.FetchItemBodySection{sec},
+				})
+				bs, atts, i, raw, err = findAttachmentWith(again, folder, uid, partID, sec)
+				again.Close()
+			}
+		}
 		if err != nil {
 			return err
 		}
