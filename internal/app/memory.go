@@ -2,6 +2,7 @@ package app
 
 import (
 	"log/slog"
+	"sync/atomic"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/config"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/httpapi"
@@ -28,11 +29,18 @@ func newMemory(cfg *config.Config, log *slog.Logger, m *metrics.Metrics) (memory
 	if m != nil {
 		o.Observer = m
 	}
+	// The series exist before the store's first check at start-up, which
+	// would otherwise go uncounted.
+	var store atomic.Pointer[memory.Redis]
+	m.WatchRedis(memory.Ops, memory.Results, func() bool {
+		r := store.Load()
+		return r != nil && r.Status().Up
+	})
 	r, err := memory.NewRedis(o)
 	if err != nil {
 		return nil, err
 	}
-	m.WatchRedis(memory.Ops, memory.Results, func() bool { return r.Status().Up })
+	store.Store(r)
 	return r, nil
 }
 
