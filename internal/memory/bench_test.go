@@ -65,14 +65,14 @@ func BenchmarkRoundTrip(b *testing.B) {
 					return slots.Release(ctx, "alice", strconv.Itoa(i))
 				}},
 				{"generations.advance", func(ctx context.Context, i int) error {
-					_, err := gens.Advance(ctx, "alice", "fam", uint32(i), exp, 64)
+					_, err := gens.Advance(ctx, "alice", "fam", uint32(i), "", exp, 64)
 					return err
 				}},
-				// The steps of the gateway's flows once phase 2 wires them:
-				// a code exchanged at /token (the code used once, the
-				// sign-in started, the sign-in limits by account and by
-				// address); a refresh; an approval used (its nonce once,
-				// its pending slot released); a login refused (the three
+				// The steps of the gateway's flows: a code exchanged at
+				// /token (the sign-in limits by account and by address,
+				// the code used once and the sign-in started in one
+				// step); a refresh; an approval used (its nonce once, its
+				// pending slot released); a login refused (the three
 				// back-off counts and the proof read at once, two slots in
 				// progress, the failures counted and the block raised).
 				{"flow.token_exchange", func(ctx context.Context, i int) error {
@@ -83,10 +83,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					if _, err := bucket.Take(ctx, "acct:alice", rate); err != nil {
 						return err
 					}
-					if _, err := once.Use(ctx, "alice", "code"+id, exp); err != nil {
-						return err
-					}
-					_, err := gens.Start(ctx, "alice", "f"+id, exp, 64)
+					_, err := gens.Start(ctx, "alice", "f"+id, time.Now().Add(time.Minute), exp, 64)
 					return err
 				}},
 				{"flow.refresh", func(ctx context.Context, i int) error {
@@ -96,7 +93,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					if _, err := bucket.Take(ctx, "acct:alice", rate); err != nil {
 						return err
 					}
-					_, err := gens.Advance(ctx, "alice", "refresh-fam", uint32(i), exp, 64)
+					_, err := gens.Advance(ctx, "alice", "refresh-fam", uint32(i), "", exp, 64)
 					return err
 				}},
 				{"flow.approval_used", func(ctx context.Context, i int) error {
@@ -194,10 +191,7 @@ func BenchmarkFootprint(b *testing.B) {
 	signIn := func(account func(i int) string) func(s memory.Store, i int) error {
 		return func(s memory.Store, i int) error {
 			id := strconv.Itoa(i)
-			if _, err := s.Once("oauth.codes", memory.Bounds{}).Use(ctx, account(i), "code-"+id, time.Now().Add(10*time.Minute)); err != nil {
-				return err
-			}
-			_, err := s.Generations("oauth.families", memory.Bounds{}).Start(ctx, account(i), "family-"+id, exp, 64)
+			_, err := s.Generations("oauth.families", memory.Bounds{}).Start(ctx, account(i), "family-"+id, time.Now().Add(10*time.Minute), exp, 1<<20)
 			return err
 		}
 	}
