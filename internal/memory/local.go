@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"sync"
 	"time"
 
@@ -34,6 +35,39 @@ func NewLocal(now func() time.Time) *Local {
 
 func (l *Local) Status() Status { return Status{Up: true} }
 func (l *Local) Close() error   { return nil }
+
+// Entries is how many entries the memories named name hold (expired ones
+// not yet forgotten included): what their Bounds cap.
+func (l *Local) Entries(name string) int {
+	l.mu.Lock()
+	var ms []interface{ entries() int }
+	for k, m := range l.memories {
+		if _, n, _ := strings.Cut(k, ":"); n == name {
+			ms = append(ms, m.(interface{ entries() int }))
+		}
+	}
+	l.mu.Unlock()
+	n := 0
+	for _, m := range ms {
+		n += m.entries()
+	}
+	return n
+}
+
+func (s *scoped) entries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+func (c *localCounter) entries() int { return c.t.len() }
+func (b *localBucket) entries() int  { return b.t.len() }
+
+func (t *table[V]) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.items)
+}
 
 // named returns the memory of kind and name, made by mk the first time.
 func named[T any](l *Local, kind, name string, mk func() T) T {
@@ -160,7 +194,7 @@ func (o *localOnce) Use(_ context.Context, scope, id string, exp time.Time) (boo
 	if o.perScope > 0 && len(o.scopes[scope]) >= o.perScope {
 		soonest := o.sweepScope(scope, now)
 		if len(o.scopes[scope]) >= o.perScope {
-			return false, &FullError{RetryAfter: retryAt(soonest, now)}
+			return false, &FullError{RetryAfter: retryAt(soonest, now), Scope: true}
 		}
 	}
 	if err := o.room(now); err != nil {
@@ -580,14 +614,21 @@ func (g *localGenerations) touch(fam, grp string) {
 	}
 }
 
-// entries is what the memory holds: families and starts.
-func (g *localGenerations) entries() int { return len(g.families) + len(g.starts) }
+// size is what the memory holds: families and starts. Its caller holds
+// mu.
+func (g *localGenerations) size() int { return len(g.families) + len(g.starts) }
+
+func (g *localGenerations) entries() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.size()
+}
 
 // room makes space for n entries by forgetting expired ones (a full
 // sweep, at most once a second, so that refused requests cannot make
 // every call sweep); it never forgets a live one.
 func (g *localGenerations) room(n int, now time.Time) error {
-	if g.entries()+n <= g.b.max() {
+	if g.size()+n <= g.b.max() {
 		return nil
 	}
 	if !now.Before(g.nextSweep) {
@@ -613,7 +654,7 @@ func (g *localGenerations) room(n int, now time.Time) error {
 				soon(st.expires)
 			}
 		}
-		if g.entries()+n <= g.b.max() {
+		if g.size()+n <= g.b.max() {
 			return nil
 		}
 	}

@@ -630,6 +630,9 @@ func TestLocalBounds(t *testing.T) {
 		}
 		_, err := o.Use(ctx, "a", "x", now.Add(time.Hour))
 		full(err, 10*time.Minute) // scope a is full: its soonest expires in 10 min
+		if f := (*memory.FullError)(nil); !errors.As(err, &f) || !f.Scope {
+			t.Fatalf("a full scope: %v, want a FullError of the scope", err)
+		}
 		_, err = o.Use(ctx, "c", "x", now.Add(time.Hour))
 		full(err, 10*time.Minute) // the whole memory is full
 		if first, _ := o.Use(ctx, "a", "0", now.Add(time.Hour)); first {

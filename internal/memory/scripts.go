@@ -4,11 +4,22 @@ import "github.com/redis/go-redis/v9"
 
 // The Lua scripts of the Redis store. Each runs as one atomic step on the
 // server (EVALSHA, EVAL when the server restarted and lost its script
-// cache). Times come from the server's clock (TIME), so replicas whose
+// cache). Each begins with a shebang (Redis 7, Valkey 7.2): a server over
+// its maxmemory then refuses a script that may write before it starts
+// (OOM), so the store fails closed. A script without one is refused only
+// if its first write may grow memory: one that first deletes (as
+// ZREMRANGEBYSCORE) then writes what it likes past maxmemory. Times come from the server's clock (TIME), so replicas whose
 // clocks differ a little still agree; callers pass lifetimes in
 // milliseconds. Only standalone Redis (or a primary behind Sentinel) is
 // supported: the generation scripts touch keys derived from a member
 // name, which Redis Cluster would refuse.
+
+// The shebangs: a script that may write, and one that only reads (which
+// a full server still runs).
+const (
+	writes = "#!lua\n"
+	reads  = "#!lua flags=no-writes\n"
+)
 
 // prelude is shared by the scripts that need it.
 const prelude = `
@@ -21,15 +32,13 @@ end
 // onceUseScript: KEYS[1] the id's key, KEYS[2] its key under the previous
 // ENCRYPTION_KEY (during a key rotation); ARGV[1] lifetime in ms.
 // Returns 1 for a first use.
-var onceUseScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+var onceUseScript = redis.NewScript(writes + `if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 if redis.call('SET', KEYS[1], '1', 'NX', 'PX', ARGV[1]) then return 1 end
 return 0
 `)
 
 // counterAddScript: KEYS[1]; ARGV[1] delta, ARGV[2] lifetime in ms.
-var counterAddScript = redis.NewScript(`
-local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+var counterAddScript = redis.NewScript(writes + `local v = redis.call('INCRBY', KEYS[1], ARGV[1])
 if v <= 0 then
   redis.call('DEL', KEYS[1])
   return 0
@@ -39,8 +48,7 @@ return v
 `)
 
 // counterRaiseScript: KEYS[1]; ARGV[1] value, ARGV[2] lifetime in ms.
-var counterRaiseScript = redis.NewScript(`
-local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+var counterRaiseScript = redis.NewScript(writes + `local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local v = tonumber(ARGV[1])
 if v > cur then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
@@ -55,8 +63,7 @@ return cur
 // ARGV[2] burst. Returns 0 when a token was taken, else the µs until one
 // is there (nothing taken). The key lives until the bucket would be full
 // again: an absent bucket is a full one.
-var bucketTakeScript = redis.NewScript(`
-local t = redis.call('TIME')
+var bucketTakeScript = redis.NewScript(writes + `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local rate, burst = tonumber(ARGV[1]), tonumber(ARGV[2])
 local s = redis.call('HMGET', KEYS[1], 't', 'a')
@@ -74,7 +81,7 @@ return 0
 // ARGV[1] member, ARGV[2] lifetime in ms, ARGV[3] limit. Returns {1 if
 // the member holds a slot, the count, ms until the soonest expires when
 // refused}.
-var slotsTakeScript = redis.NewScript(prelude + `
+var slotsTakeScript = redis.NewScript(writes + prelude + `
 local now = now_ms()
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 local n = redis.call('ZCARD', KEYS[1])
@@ -94,7 +101,7 @@ return {1, n, 0}
 `)
 
 // slotsCountScript: KEYS[1] the sorted set. Returns the live members.
-var slotsCountScript = redis.NewScript(prelude + `
+var slotsCountScript = redis.NewScript(reads + prelude + `
 return redis.call('ZCOUNT', KEYS[1], '(' .. now_ms(), '+inf')
 `)
 
@@ -167,7 +174,7 @@ end
 // in the group that long), ARGV[7] how long it is remembered (grace
 // included). Returns {0 started, 1 replayed, 2 the group full; the id;
 // families ended, or the ms to wait}.
-var generationsStartScript = redis.NewScript(generationsPrelude + `
+var generationsStartScript = redis.NewScript(writes + generationsPrelude + `
 if redis.call('EXISTS', F) == 1 or redis.call('EXISTS', T) == 1 or redis.call('EXISTS', TP) == 1 then
   if redis.call('EXISTS', F) == 1 then redis.call('HSET', F, 'r', 1) end
   return {1, id, 0}
@@ -190,7 +197,7 @@ return {0, id, ended}
 // id its token names. Returns {Outcome, the id, ms to wait}: Outcome -1
 // when an unknown family cannot be adopted because the group's starts
 // fill it.
-var generationsAdvanceScript = redis.NewScript(generationsPrelude + `
+var generationsAdvanceScript = redis.NewScript(writes + generationsPrelude + `
 local gen = tonumber(ARGV[6])
 local s = redis.call('HMGET', F, 'n', 'r')
 if not s[1] and not s[2] then
