@@ -434,7 +434,9 @@ func testConcurrentAttemptsCount(t *testing.T, c *clock, mem memory.Store) {
 // Many users behind one address (a proxy, an office) log in at once, as
 // every SMTP send does: attempts in progress do not count against the
 // address, only failures do.
-func TestAddressCountsFailuresNotConcurrency(t *testing.T) { eachStore(t, testAddressCountsFailuresNotConcurrency) }
+func TestAddressCountsFailuresNotConcurrency(t *testing.T) {
+	eachStore(t, testAddressCountsFailuresNotConcurrency)
+}
 
 func testAddressCountsFailuresNotConcurrency(t *testing.T, c *clock, mem memory.Store) {
 	g := New(Config{FailuresPerUser: 5, FailuresPerAddress: 3, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now, Memory: mem})
@@ -464,7 +466,9 @@ func testAddressCountsFailuresNotConcurrency(t *testing.T, c *clock, mem memory.
 
 // Concurrent guesses at one account from many addresses cannot slip past
 // the account's ceiling either: attempts in progress count there too.
-func TestConcurrentAttemptsCountPerAccount(t *testing.T) { eachStore(t, testConcurrentAttemptsCountPerAccount) }
+func TestConcurrentAttemptsCountPerAccount(t *testing.T) {
+	eachStore(t, testConcurrentAttemptsCountPerAccount)
+}
 
 func testConcurrentAttemptsCountPerAccount(t *testing.T, c *clock, mem memory.Store) {
 	g := New(Config{FailuresPerUser: 3, FailuresPerAccount: 8, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now, Memory: mem})
