@@ -170,7 +170,7 @@ func (r *replica) health() (int, map[string]string) {
 func TestReplicasShareRedis(t *testing.T) {
 	s := mailtest.Shared(t)
 	set := startReplicas(t, s, replicaOptions{Redis: true, SamePublicURL: true,
-		Env: []string{"APPROVAL=send", "RATE_LIMIT_PER_MINUTE=600", "RATE_LIMIT_BURST=100"},
+		Env:   []string{"APPROVAL=send", "RATE_LIMIT_PER_MINUTE=600", "RATE_LIMIT_BURST=100"},
 		EnvOf: func(i int) []string { return []string{"REDIS_FAIL=" + []string{"closed", "open"}[i]} }})
 	a, b := set.Replicas[0], set.Replicas[1]
 	all := func(what string, ok func(code int, h map[string]string) bool) {
