@@ -121,7 +121,7 @@ type signedIn struct {
 
 var csrfInPage = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func signInAs(t *testing.T, link, user, password string) *signedIn {
+func signInAs(t testing.TB, link, user, password string) *signedIn {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	p := &signedIn{hc: &http.Client{Jar: jar}, link: link}
@@ -138,7 +138,7 @@ func signInAs(t *testing.T, link, user, password string) *signedIn {
 	return p
 }
 
-func (p *signedIn) answer(t *testing.T, action string) (int, string) {
+func (p *signedIn) answer(t testing.TB, action string) (int, string) {
 	t.Helper()
 	resp, err := p.hc.PostForm(p.link, url.Values{"action": {action}, "csrf": {p.csrf}})
 	if err != nil {
@@ -149,7 +149,7 @@ func (p *signedIn) answer(t *testing.T, action string) (int, string) {
 	return resp.StatusCode, html.UnescapeString(string(b))
 }
 
-func linkOf(t *testing.T, res *mcp.CallToolResult) string {
+func linkOf(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
 	var out struct{ Approval struct{ URL string } }
 	mailtest.Decode(t, res, &out)
