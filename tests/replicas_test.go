@@ -328,7 +328,7 @@ func TestReplicasAreOneMemory(t *testing.T) {
 	for _, mode := range memoryModes {
 		t.Run(mode.name, func(t *testing.T) {
 			metrics := []string{freeAddr(t), freeAddr(t)}
-			set := startReplicas(t, s, replicaOptions{Redis: mode.shared, SamePublicURL: true, Env: []string{"APPROVAL=send"},
+			set := startReplicas(t, s, replicaOptions{Redis: mode.shared, SamePublicURL: true, Env: []string{"APPROVAL=send", "LOGIN_BACKOFF_ACCOUNT_FAILURES=6"},
 				EnvOf: func(i int) []string { return []string{"METRICS_ADDR=" + metrics[i]} }})
 			a, b := set.Replicas[0], set.Replicas[1]
 
@@ -424,6 +424,26 @@ func TestReplicasAreOneMemory(t *testing.T) {
 				}
 				if after := redisOps(t, metrics[0]); after != before {
 					t.Fatalf("10 reads made %d Redis operations (the rate limit is off), want 0", after-before)
+				}
+			})
+			t.Run("a_password_proven_at_A_passes_the_ceiling_at_B", func(t *testing.T) {
+				// bob logs in at A; then 6 guesses at bob's account, each
+				// from an address of its own, reach B: the account's
+				// ceiling there. bob's own password, proven at A, still
+				// logs in at B.
+				mailtest.Call(t, mailtest.MCPClient(t, a.URL, userHeaders(s, mailtest.Bob), ""), "imap_list_folders", nil)
+				for i := range 6 {
+					wrong := map[string]string{"x-imap-user": mailtest.Bob, "x-imap-pass": fmt.Sprint("guess-", i)}
+					if text := mailtest.Text(mailtest.Call(t, mcpFrom(t, b.URL, fmt.Sprintf("127.0.0.%d", 41+i), wrong), "imap_list_folders", nil)); !strings.Contains(text, "authentication failed") {
+						t.Fatalf("guess %d: %q", i, text)
+					}
+				}
+				text := mailtest.Text(mailtest.Call(t, mcpFrom(t, b.URL, "127.0.0.49", userHeaders(s, mailtest.Bob)), "imap_list_folders", nil))
+				if mode.shared && strings.Contains(text, "too many failed logins") {
+					t.Fatalf("bob's password proven at A, at B at the account's ceiling: %q", text)
+				}
+				if !mode.shared && !strings.Contains(text, "too many failed logins") {
+					t.Fatalf("bob's password proven at A only, at B at its ceiling, remembering alone: %q, want refused", text)
 				}
 			})
 			t.Run("20_refused_logins_over_A_and_B", func(t *testing.T) {

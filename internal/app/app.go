@@ -98,7 +98,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 		RatePerMinute: cfg.RateLimitPerMinute, Burst: cfg.RateLimitBurst,
 		FailuresPerUser: cfg.LoginBackoffFailures, FailuresPerAccount: cfg.LoginBackoffAccount,
 		FailuresPerAddress: cfg.LoginBackoffPerAddress, Delay: cfg.LoginBackoffDelay, MaxDelay: cfg.LoginBackoffMax,
-		SignInPerAccount: cfg.OAuthRatePerAccount, SignInPerAddress: cfg.OAuthRatePerAddress, Memory: mem,
+		SignInPerAccount: cfg.OAuthRatePerAccount, SignInPerAddress: cfg.OAuthRatePerAddress, Memory: mem, Secret: proofSecret(cfg),
 	})
 	signIn := signInProviders(cfg)
 	mailHosts, err := servedHosts(cfg, tlsConf, signIn)

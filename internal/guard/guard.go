@@ -13,7 +13,9 @@ package guard
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -76,6 +78,11 @@ type Config struct {
 	// Memory keeps the counts (nil: a memory of this process's own, on
 	// Now's clock).
 	Memory memory.Store
+	// Secret keys the proof of a credential that logged in (an HMAC of
+	// its user name and password): give every replica that shares Memory
+	// the same one (derived from ENCRYPTION_KEY), so that a credential
+	// proven at one is proven at all. Nil: a random one of this process.
+	Secret []byte
 	// MaxKeys caps what this process's memory tracks of each kind (pairs,
 	// accounts, addresses, proofs, rate buckets); Redis is bounded by its
 	// maxmemory.
@@ -89,6 +96,7 @@ type Config struct {
 type Guard struct {
 	cfg    Config
 	now    func() time.Time
+	secret []byte
 	calls  memory.Bucket  // tool calls, by account
 	signIn memory.Bucket  // sign-in server requests, by account ("a:") and by address ("i:")
 	counts memory.Counter // failures ("F"), back-off deadlines in unix ms ("B"), proofs ("P:")
@@ -116,9 +124,16 @@ func New(cfg Config) *Guard {
 	if cfg.Memory == nil {
 		cfg.Memory = memory.NewLocal(now)
 	}
+	secret := cfg.Secret
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			panic("guard: no randomness: " + err.Error())
+		}
+	}
 	k := cfg.MaxKeys
 	return &Guard{
-		cfg: cfg, now: now,
+		cfg: cfg, now: now, secret: secret,
 		calls:  cfg.Memory.Bucket("guard.calls", memory.Bounds{Max: k}),
 		signIn: cfg.Memory.Bucket("guard.signin", memory.Bounds{Max: 2 * k}),
 		counts: cfg.Memory.Counter("guard.backoff", memory.Bounds{Max: 4 * k}),
@@ -214,10 +229,17 @@ func failuresOf(kind, key string) string { return "F" + kind + key }
 func blockOf(kind, key string) string    { return "B" + kind + key }
 func proofOf(proof string) string        { return "P:" + proof }
 
-// proofKey is the hash of the whole credential (user name as given, and
-// password) that a success records. It names no server: a credential proven
-// by an IMAP login also admits its SMTP AUTH, and the reverse.
-func proofKey(creds credentials.Credentials) string { return creds.Key("") }
+// proofKey is the keyed hash of the whole credential (user name as given,
+// mechanism and password) that a success records. It names no server: a
+// credential proven by an IMAP login also admits its SMTP AUTH, and the
+// reverse.
+func (g *Guard) proofKey(creds credentials.Credentials) string {
+	m := hmac.New(sha256.New, g.secret)
+	for _, s := range []string{creds.User, creds.Mechanism().String(), creds.Password()} {
+		fmt.Fprintf(m, "%d:%s", len(s), s)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
 
 // attemptTTL bounds a login in progress whose request has no deadline: a
 // replica that dies mid-login frees its slot when it expires.
@@ -243,7 +265,7 @@ func (g *Guard) BeginLogin(ctx context.Context, creds credentials.Credentials) (
 		return nil, nil
 	}
 	now := g.now()
-	l := &Login{g: g, account: creds.AccountKey(), addr: ClientAddr(ctx), proof: proofKey(creds)}
+	l := &Login{g: g, account: creds.AccountKey(), addr: ClientAddr(ctx), proof: g.proofKey(creds)}
 	l.pair = l.account + "\x00" + l.addr
 	byAddr := g.cfg.FailuresPerAddress > 0 && l.addr != ""
 	keys := []string{proofOf(l.proof), failuresOf("p:", l.pair), blockOf("p:", l.pair), failuresOf("a:", l.account), blockOf("a:", l.account)}

@@ -596,3 +596,43 @@ func testAddressForgivesASuccess(t *testing.T, c *clock, mem memory.Store) {
 		t.Fatalf("after the block, a forgiven user's failures still count: %v", err)
 	}
 }
+
+// Two guards on one Redis with one Secret (two replicas) are one back-off:
+// failures at either count for both, and a credential proven at one is
+// proven at the other, so the owner passes an account's ceiling that
+// guesses spread over both replicas reached.
+func TestTwoGuardsOneMemory(t *testing.T) {
+	srv := mailtest.StartRedis(t, mailtest.RedisOptions{})
+	c := newClock()
+	store := func(key string) memory.Store {
+		r, err := memory.NewRedis(memory.RedisOptions{URL: srv.URL(0), Key: []byte(key), Now: c.now, Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	const key = "one ENCRYPTION_KEY, 32 bytes ..."
+	cfg := func(mem memory.Store, secret string) *Guard {
+		return New(Config{FailuresPerUser: 5, FailuresPerAccount: 6, FailuresPerAddress: 100, Delay: time.Minute, MaxDelay: time.Minute,
+			Now: c.now, Memory: mem, Secret: []byte(secret)})
+	}
+	a, b := cfg(store(key), "proofs"), cfg(store(key), "proofs")
+	owner := credentials.New("owner@x", "right")
+	succeed(t, a, addr("192.0.2.1"), owner)
+	for i := range 6 {
+		failLogin(t, []*Guard{a, b}[i%2], addr(fmt.Sprintf("203.0.113.%d", i)), "owner@x")
+	}
+	for _, g := range []*Guard{a, b} {
+		if err := try(g, addr("203.0.113.99"), "owner@x"); err == nil || !strings.Contains(mailerr.Message(err), "too many failed logins") {
+			t.Fatalf("6 failures over two replicas: %v, want the account's back-off on both", err)
+		}
+	}
+	if err := tryCreds(b, addr("192.0.2.2"), owner); err != nil {
+		t.Fatalf("a password proven at A, at B: %v", err)
+	}
+	// A replica with another Secret does not know the proof.
+	if err := tryCreds(cfg(store(key), "other"), addr("192.0.2.2"), owner); err == nil {
+		t.Fatal("a proof named under another secret passed the ceiling")
+	}
+}
