@@ -27,18 +27,18 @@ import (
 // in-process memory against the same gateway with REDIS_URL (a
 // redis-server on loopback), against one Dovecot and Postfix:
 //
-//	go test -run '^$' -bench RedisAdds -benchtime 1x -timeout 20m ./tests
+//		go test -run '^$' -bench RedisAdds -benchtime 1x -timeout 20m ./tests
 //
-//   - token_exchange: a code redeemed at /token (the sign-in limits by
-//     address and by account, the code used and the sign-in started);
-//   - token_refresh: a refresh at /token (the two limits, the generation);
-//   - approval_ask: a destructive call under APPROVAL=destructive that
-//     makes an approval link (the pending count, the link's slot; the
-//     folder's preview reads IMAP);
-//   - approval_answer: the person's answer on the page (the link used
-//     once, its slot freed);
-//   - first_login: a user's first call (a new IMAP connection: the
-//     back-off read, two logins in progress, the proof recorded).
+//	  - token_exchange: a code redeemed at /token (the sign-in limits by
+//	    address and by account, the code used and the sign-in started);
+//	  - token_refresh: a refresh at /token (the two limits, the generation);
+//	  - approval_ask: a destructive call under APPROVAL=destructive that
+//	    makes an approval link (the pending count, the link's slot; the
+//	    folder's preview reads IMAP);
+//	  - approval_answer: the person's answer on the page (the link used
+//	    once, its slot freed);
+//	  - first_login: a user's first call (a new IMAP connection: the
+//	    back-off read, two logins in progress, the proof recorded).
 //
 // Each flow runs n times one at a time; the p50 and p99 of each are
 // reported per store.
@@ -118,7 +118,9 @@ func BenchmarkRedisAdds(b *testing.B) {
 			alice := mailtest.MCPClient(b, g.Base+"/mcp", userHeaders(s, mailtest.Alice), mcp.ProtocolVersion20250618)
 			ask := func() string {
 				var link string
-				timed("approval_ask", func() { link = linkOf(b, mailtest.Call(b, alice, "imap_delete_folder", map[string]any{"folder": "Kept"})) })
+				timed("approval_ask", func() {
+					link = linkOf(b, mailtest.Call(b, alice, "imap_delete_folder", map[string]any{"folder": "Kept"}))
+				})
 				return link
 			}
 			person := signInAs(b, ask(), mailtest.Alice, s.Users[mailtest.Alice])
