@@ -97,6 +97,7 @@ type Guard struct {
 	cfg    Config
 	now    func() time.Time
 	secret []byte
+	shared bool // the memory is a server's: independent steps go at once
 	calls  memory.Bucket  // tool calls, by account
 	signIn memory.Bucket  // sign-in server requests, by account ("a:") and by address ("i:")
 	counts memory.Counter // failures ("F"), back-off deadlines in unix ms ("B"), proofs ("P:")
@@ -133,7 +134,7 @@ func New(cfg Config) *Guard {
 	}
 	k := cfg.MaxKeys
 	return &Guard{
-		cfg: cfg, now: now, secret: secret,
+		cfg: cfg, now: now, secret: secret, shared: cfg.Memory.Status().Shared,
 		calls:  cfg.Memory.Bucket("guard.calls", memory.Bounds{Max: k}),
 		signIn: cfg.Memory.Bucket("guard.signin", memory.Bounds{Max: 2 * k}),
 		counts: cfg.Memory.Counter("guard.backoff", memory.Bounds{Max: 4 * k}),
@@ -305,19 +306,19 @@ func (g *Guard) BeginLogin(ctx context.Context, creds credentials.Credentials) (
 	if d, ok := ctx.Deadline(); ok {
 		exp = now.Add(min(time.Until(d)+time.Second, 10*time.Minute))
 	}
-	slot := func(kind, key string, threshold int, failures int64) (bool, error) {
-		t, err := g.trying.Take(ctx, kind+key, l.attempt, exp, int(max(int64(threshold)-failures, 1)))
-		return t.OK, err
+	slot := func(on bool, kind, key string, threshold int, failures int64, taken *bool, failed *error) func() {
+		return func() {
+			if on {
+				t, err := g.trying.Take(ctx, kind+key, l.attempt, exp, int(max(int64(threshold)-failures, 1)))
+				*taken, *failed = t.OK, err
+			}
+		}
 	}
-	admitted := true
-	if g.cfg.FailuresPerUser > 0 {
-		l.inPair, err = slot("p:", l.pair, g.cfg.FailuresPerUser, v[1])
-		admitted = l.inPair
-	}
-	if g.cfg.FailuresPerAccount > 0 && admitted && err == nil {
-		l.inAccount, err = slot("a:", l.account, g.cfg.FailuresPerAccount, v[3])
-		admitted = l.inAccount
-	}
+	var pairErr, accountErr error
+	g.together(slot(g.cfg.FailuresPerUser > 0, "p:", l.pair, g.cfg.FailuresPerUser, v[1], &l.inPair, &pairErr),
+		slot(g.cfg.FailuresPerAccount > 0, "a:", l.account, g.cfg.FailuresPerAccount, v[3], &l.inAccount, &accountErr))
+	err = errors.Join(pairErr, accountErr)
+	admitted := (l.inPair || g.cfg.FailuresPerUser <= 0) && (l.inAccount || g.cfg.FailuresPerAccount <= 0)
 	if err != nil || !admitted {
 		l.end(ctx) // give back what was taken
 		if err != nil {
@@ -338,28 +339,29 @@ func (l *Login) Refused(ctx context.Context) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	g, now := l.g, l.g.now()
-	l.end(ctx)
-	if l.proven {
-		g.counts.Delete(ctx, proofOf(l.proof))
-	}
-	count := func(kind, key string, threshold int) {
-		n, err := g.counts.Add(ctx, failuresOf(kind, key), 1, g.ttl())
-		if err == nil && threshold > 0 && n >= int64(threshold) {
-			g.counts.Raise(ctx, blockOf(kind, key), now.Add(g.delay(n, threshold)).UnixMilli(), g.ttl())
+	count := func(on bool, kind, key string, threshold int) func() {
+		return func() {
+			if !on {
+				return
+			}
+			n, err := g.counts.Add(ctx, failuresOf(kind, key), 1, g.ttl())
+			if err == nil && threshold > 0 && n >= int64(threshold) {
+				g.counts.Raise(ctx, blockOf(kind, key), now.Add(g.delay(n, threshold)).UnixMilli(), g.ttl())
+			}
 		}
 	}
-	// The pair's count is also what a later success of the account takes
-	// back from the address's (Succeeded), so it is kept whenever either
-	// limit is on.
-	if g.cfg.FailuresPerUser > 0 || g.cfg.FailuresPerAddress > 0 && l.addr != "" {
-		count("p:", l.pair, g.cfg.FailuresPerUser)
-	}
-	if g.cfg.FailuresPerAccount > 0 {
-		count("a:", l.account, g.cfg.FailuresPerAccount)
-	}
-	if g.cfg.FailuresPerAddress > 0 && l.addr != "" {
-		count("i:", l.addr, g.cfg.FailuresPerAddress)
-	}
+	l.g.together(func() { l.end(ctx) },
+		func() {
+			if l.proven {
+				g.counts.Delete(ctx, proofOf(l.proof))
+			}
+		},
+		// The pair's count is also what a later success of the account
+		// takes back from the address's (Succeeded), so it is kept
+		// whenever either limit is on.
+		count(g.cfg.FailuresPerUser > 0 || g.cfg.FailuresPerAddress > 0 && l.addr != "", "p:", l.pair, g.cfg.FailuresPerUser),
+		count(g.cfg.FailuresPerAccount > 0, "a:", l.account, g.cfg.FailuresPerAccount),
+		count(g.cfg.FailuresPerAddress > 0 && l.addr != "", "i:", l.addr, g.cfg.FailuresPerAddress))
 }
 
 // Succeeded records the credential as proven and forgets the failures of
@@ -375,18 +377,22 @@ func (l *Login) Succeeded(ctx context.Context) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
-	g := l.g
-	l.end(ctx)
-	if n := l.pairFailures; n > 0 {
-		g.counts.Delete(ctx, failuresOf("p:", l.pair), blockOf("p:", l.pair))
-		if g.cfg.FailuresPerAddress > 0 && l.addr != "" {
-			left, err := g.counts.Add(ctx, failuresOf("i:", l.addr), -n, g.ttl())
-			if err == nil && left < int64(g.cfg.FailuresPerAddress) {
-				g.counts.Delete(ctx, blockOf("i:", l.addr))
+	g, n := l.g, l.pairFailures
+	l.g.together(func() { l.end(ctx) },
+		func() { g.counts.Raise(ctx, proofOf(l.proof), 1, g.ttl()) },
+		func() {
+			if n > 0 {
+				g.counts.Delete(ctx, failuresOf("p:", l.pair), blockOf("p:", l.pair))
 			}
-		}
-	}
-	g.counts.Raise(ctx, proofOf(l.proof), 1, g.ttl())
+		},
+		func() {
+			if n > 0 && g.cfg.FailuresPerAddress > 0 && l.addr != "" {
+				left, err := g.counts.Add(ctx, failuresOf("i:", l.addr), -n, g.ttl())
+				if err == nil && left < int64(g.cfg.FailuresPerAddress) {
+					g.counts.Delete(ctx, blockOf("i:", l.addr))
+				}
+			}
+		})
 }
 
 // Abandoned ends an attempt whose outcome says nothing about the password
@@ -401,13 +407,39 @@ func (l *Login) Abandoned(ctx context.Context) {
 // end releases the attempt's in-progress slots, once.
 func (l *Login) end(ctx context.Context) {
 	l.once.Do(func() {
-		if l.inPair {
-			l.g.trying.Release(ctx, "p:"+l.pair, l.attempt)
-		}
-		if l.inAccount {
-			l.g.trying.Release(ctx, "a:"+l.account, l.attempt)
-		}
+		l.g.together(func() {
+			if l.inPair {
+				l.g.trying.Release(ctx, "p:"+l.pair, l.attempt)
+			}
+		}, func() {
+			if l.inAccount {
+				l.g.trying.Release(ctx, "a:"+l.account, l.attempt)
+			}
+		})
 	})
+}
+
+// together runs fs and waits for them all: at once when the memory is a
+// server's (independent steps then cost one round trip instead of one
+// each), else one after the other. Each does nothing when its limit is
+// off.
+func (g *Guard) together(fs ...func()) {
+	if !g.shared {
+		for _, f := range fs {
+			f()
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, f := range fs[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	fs[0]()
+	wg.Wait()
 }
 
 // ttl is how long failures and proofs are remembered after the last one.
