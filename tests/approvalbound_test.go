@@ -325,21 +325,28 @@ func TestApprovalBound(t *testing.T) {
 type dropOnRetry struct{ header string }
 
 func (d dropOnRetry) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		b, _ := io.ReadAll(r.Body)
+	if b, ok := answersForm(r); ok {
+		r = r.Clone(r.Context())
+		r.Header.Del(d.header)
 		r.Body = io.NopCloser(bytes.NewReader(b))
-		var msg struct {
-			Params struct {
-				RequestState string `json:"requestState"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(b, &msg) == nil && msg.Params.RequestState != "" {
-			r = r.Clone(r.Context())
-			r.Header.Del(d.header)
-			r.Body = io.NopCloser(bytes.NewReader(b))
-		}
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// answersForm reads r's body (and puts it back) and reports whether r is
+// the retry that answers a form: it carries a requestState.
+func answersForm(r *http.Request) ([]byte, bool) {
+	if r.Body == nil {
+		return nil, false
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	var msg struct {
+		Params struct {
+			RequestState string `json:"requestState"`
+		} `json:"params"`
+	}
+	return b, json.Unmarshal(b, &msg) == nil && msg.Params.RequestState != ""
 }
 
 // TestApprovalAgentBound: a prune a person approved for agent alpha is

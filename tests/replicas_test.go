@@ -652,19 +652,10 @@ type retryRecorder struct {
 }
 
 func (rr *retryRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		b, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(b))
-		var msg struct {
-			Params struct {
-				RequestState string `json:"requestState"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(b, &msg) == nil && msg.Params.RequestState != "" {
-			rr.mu.Lock()
-			rr.body, rr.header = b, r.Header.Clone()
-			rr.mu.Unlock()
-		}
+	if b, ok := answersForm(r); ok {
+		rr.mu.Lock()
+		rr.body, rr.header = b, r.Header.Clone()
+		rr.mu.Unlock()
 	}
 	return http.DefaultTransport.RoundTrip(r)
 }
