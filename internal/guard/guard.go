@@ -97,7 +97,7 @@ type Guard struct {
 	cfg    Config
 	now    func() time.Time
 	secret []byte
-	shared bool // the memory is a server's: independent steps go at once
+	shared bool           // the memory is a server's: independent steps go at once
 	calls  memory.Bucket  // tool calls, by account
 	signIn memory.Bucket  // sign-in server requests, by account ("a:") and by address ("i:")
 	counts memory.Counter // failures ("F"), back-off deadlines in unix ms ("B"), proofs ("P:")
