@@ -168,6 +168,7 @@ func (r *replica) health() (int, map[string]string) {
 // memory: it is adopted, not taken for ended). A token sealed by one
 // replica opens on the other.
 func TestReplicasShareRedis(t *testing.T) {
+	t.Parallel() // replicas and a Redis of its own
 	s := mailtest.Shared(t)
 	set := startReplicas(t, s, replicaOptions{Redis: true, SamePublicURL: true,
 		Env:   []string{"APPROVAL=send", "RATE_LIMIT_PER_MINUTE=600", "RATE_LIMIT_BURST=100"},
@@ -480,6 +481,7 @@ func TestReplicasAreOneMemory(t *testing.T) {
 // and a read tool under the rate limit makes exactly one Redis
 // operation: its bucket.
 func TestReplicasShareTheRateLimit(t *testing.T) {
+	t.Parallel() // replicas and a Redis of its own
 	s := mailtest.Shared(t)
 	for _, mode := range memoryModes {
 		t.Run(mode.name, func(t *testing.T) {
@@ -719,6 +721,7 @@ func formClientAt(t *testing.T, url string, h map[string]string, f *onForm, rt h
 // 1); without it each replica remembers alone (the single-replica
 // default, docs/scaling.md) and the check finds the code redeemed twice.
 func TestReplicasScaleoutRefreshReplay(t *testing.T) {
+	t.Parallel() // replicas and a Redis of its own
 	s := mailtest.Shared(t)
 	for _, mode := range memoryModes {
 		t.Run(mode.name, func(t *testing.T) {
