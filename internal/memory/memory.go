@@ -213,7 +213,7 @@ type Bounds struct {
 const DefaultMax = 100_000
 
 // Store makes named memories. A name ([a-z0-9.-], up to 32 characters)
-// says whose memory it is ("approval.used", "oauth.codes"): the same
+// says whose memory it is ("approval.used", "oauth.states"): the same
 // name on two replicas is the same memory when the store is shared.
 type Store interface {
 	Once(name string, b Bounds) Once

@@ -173,7 +173,7 @@ func TestRedisDumpRevealsNothing(t *testing.T) {
 	secrets := []string{tag("alice") + "@example.test", "203.0.113.77", tag("nonce"), tag("code"), tag("family"), tag("attempt")}
 	exp := time.Now().Add(time.Hour)
 	s.Once("approval.used", memory.Bounds{}).Use(ctx, secrets[0], secrets[2], exp)
-	s.Once("oauth.codes", memory.Bounds{}).Use(ctx, secrets[0], secrets[3], exp)
+	s.Once("oauth.states", memory.Bounds{}).Use(ctx, secrets[0], secrets[3], exp)
 	g := s.Generations("oauth.families", memory.Bounds{})
 	st, _ := g.Start(ctx, secrets[0], secrets[4], exp, exp, 5)
 	g.Advance(ctx, secrets[0], secrets[4], 0, st.ID, exp, 5)
@@ -233,11 +233,11 @@ func TestRedisKeyRotationKeepsSingleUse(t *testing.T) {
 	after := newRedis(t, srv, memory.RedisOptions{Key: newKeyBytes, Previous: oldKey})
 	exp := time.Now().Add(time.Hour)
 
-	before.Once("oauth.codes", memory.Bounds{}).Use(ctx, "alice", "code1", exp)
-	if seen, _ := after.Once("oauth.codes", memory.Bounds{}).Seen(ctx, "alice", "code1"); !seen {
+	before.Once("oauth.states", memory.Bounds{}).Use(ctx, "alice", "code1", exp)
+	if seen, _ := after.Once("oauth.states", memory.Bounds{}).Seen(ctx, "alice", "code1"); !seen {
 		t.Fatal("a code used before the rotation is not seen after it")
 	}
-	if first, _ := after.Once("oauth.codes", memory.Bounds{}).Use(ctx, "alice", "code1", exp); first {
+	if first, _ := after.Once("oauth.states", memory.Bounds{}).Use(ctx, "alice", "code1", exp); first {
 		t.Fatal("a code used before the rotation was a first use after it")
 	}
 	gb, ga := before.Generations("oauth.families", memory.Bounds{}), after.Generations("oauth.families", memory.Bounds{})
