@@ -13,10 +13,11 @@ import (
 // used twice), in a memory.Store: this process's own (the default, for
 // one replica) or Redis (REDIS_URL), where every replica sees what any
 // used. Each account has bounds of its own, maxPending waiting and, in
-// this process's memory, 50 times as many used (at least minUsed): a full account refuses only
-// itself, never another. This process's memory is bounded in all too;
-// since a state or a link is made only for credentials the mail server
-// accepted, filling that takes as many real mailboxes. It fails closed:
+// this process's memory, 50 times as many used (at least minUsed): a
+// full account refuses only itself, never another. This process's
+// memory is bounded in all too; since a state or a link is made only for
+// credentials the mail server accepted, filling that takes as many real
+// mailboxes. It fails closed:
 // when it cannot remember a use (full, or Redis does not answer) it
 // refuses it rather than forget one, which would let a state or a link
 // be used twice.
