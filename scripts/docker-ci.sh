@@ -12,8 +12,9 @@
 #   4. scale-out: three gateway containers sharing one Redis container
 #      (REDIS_URL; deploy/ci/redis.Dockerfile) behind HAProxy (round-robin, no
 #      stickiness), go run ./tests/scaleout (every replica reports Redis ok,
-#      2,000 calls, a token made on one replica opened on the others, one
-#      replica killed mid-run).
+#      2,000 calls, a token made on one replica opened on the others, a code
+#      and a refresh token single-use across replicas, one replica killed
+#      mid-run).
 # It installs what it needs (docker.io, debootstrap, haproxy; compose v2
 # built from its Go module), caching under $CI_CACHE, and starts dockerd when
 # none runs. Every output line starts with "docker-ci:". Exit status non-zero,
@@ -284,13 +285,12 @@ ok "Redis: $(docker exec mmcp-ci-redis redis-server --version | cut -d' ' -f1-3)
 i=0
 for p in $GW1 $GW2 $GW3; do
   i=$((i + 1))
-  # TODO(issue 38, phase 2: oauth on the shared memory): add
-  # -e PUBLIC_URL="http://127.0.0.1:$LB_PORT" here and -refresh-replay
-  # -public-url "http://127.0.0.1:$LB_PORT" to scaleout below.
+  # One name for all three (the balancer's): the OAuth issuer, so that a
+  # sign-in made at one replica refreshes at any other.
   docker run -d --name "mmcp-ci-gw$i" --network host --read-only --cap-drop ALL --security-opt no-new-privileges:true \
     -e PORT="$p" -e IMAP_HOST=127.0.0.1 -e IMAP_PORT="$MAILSTACK_IMAPS_PORT" -e SMTP_HOST=127.0.0.1 \
     -e SMTP_PORT="$MAILSTACK_SUBMISSIONS_PORT" -e SMTP_SECURITY=tls -e MAIL_CA_FILE=/ci/mail-ca.pem -e ENCRYPTION_KEY="$KEY" \
-    -e REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" \
+    -e REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0" -e PUBLIC_URL="http://127.0.0.1:$LB_PORT" \
     -e LOG_LEVEL=warn -v "$WORK/mail-ca.pem:/ci/mail-ca.pem:ro" --health-interval 1s --health-start-period 0s \
     "$IMAGE" >/dev/null
 done
@@ -339,6 +339,7 @@ cpucmd=""
   -replicas "http://127.0.0.1:$GW1/mcp,http://127.0.0.1:$GW2/mcp,http://127.0.0.1:$GW3/mcp" \
   -user carol@example.test -pass carolpw -want-inbox "$(doveadm_count carol@example.test)" \
   -calls 2000 -clients 16 -kill "/usr/bin/docker kill mmcp-ci-gw2" -stats-socket "$WORK/haproxy.sock" -kill-server gw2 -redis \
+  -refresh-replay -public-url "http://127.0.0.1:$LB_PORT" \
   -send-user alice@example.test -send-pass alicepw -send-to bob@example.test \
   -cpu-cmd "$cpucmd" -count-cmd "doveadm -c $stack_dir/etc/dovecot.conf mailbox status -u bob@example.test messages INBOX" \
   || { tail -20 "$WORK/haproxy.log"; fail "scale-out"; }

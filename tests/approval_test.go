@@ -133,7 +133,7 @@ func TestApprovalClientV2(t *testing.T) {
 				b, _ := json.Marshal(args(token))
 				json.Unmarshal(b, &a)
 				past := approval.New(sealer, approval.Options{Now: func() time.Time { return time.Now().Add(-10 * time.Minute) }})
-				st, err := past.NewState(approval.CallerOf(credentials.New(mailtest.Alice, "")), "smtp_send_email", a, approval.Binding{})
+				st, err := past.NewState(context.Background(), approval.CallerOf(credentials.New(mailtest.Alice, "")), "smtp_send_email", a, approval.Binding{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -292,7 +292,7 @@ func TestApprovalPage(t *testing.T) {
 	base := strings.TrimSuffix(g.URL, "/mcp")
 	link := func(now time.Time) string {
 		a := approval.New(sealer, approval.Options{Now: func() time.Time { return now }})
-		m, err := a.NewLink(approval.Link{Creds: credentials.New(mailtest.Alice, s.Users[mailtest.Alice]), Tool: "imap_delete_folder", Args: json.RawMessage(`{"folder":"Kept"}`)}, 30*time.Minute)
+		m, err := a.NewLink(context.Background(), approval.Link{Creds: credentials.New(mailtest.Alice, s.Users[mailtest.Alice]), Tool: "imap_delete_folder", Args: json.RawMessage(`{"folder":"Kept"}`)}, 30*time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -121,7 +121,7 @@ type signedIn struct {
 
 var csrfInPage = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
 
-func signInAs(t *testing.T, link, user, password string) *signedIn {
+func signInAs(t testing.TB, link, user, password string) *signedIn {
 	t.Helper()
 	jar, _ := cookiejar.New(nil)
 	p := &signedIn{hc: &http.Client{Jar: jar}, link: link}
@@ -138,7 +138,7 @@ func signInAs(t *testing.T, link, user, password string) *signedIn {
 	return p
 }
 
-func (p *signedIn) answer(t *testing.T, action string) (int, string) {
+func (p *signedIn) answer(t testing.TB, action string) (int, string) {
 	t.Helper()
 	resp, err := p.hc.PostForm(p.link, url.Values{"action": {action}, "csrf": {p.csrf}})
 	if err != nil {
@@ -149,7 +149,7 @@ func (p *signedIn) answer(t *testing.T, action string) (int, string) {
 	return resp.StatusCode, html.UnescapeString(string(b))
 }
 
-func linkOf(t *testing.T, res *mcp.CallToolResult) string {
+func linkOf(t testing.TB, res *mcp.CallToolResult) string {
 	t.Helper()
 	var out struct{ Approval struct{ URL string } }
 	mailtest.Decode(t, res, &out)
@@ -325,21 +325,28 @@ func TestApprovalBound(t *testing.T) {
 type dropOnRetry struct{ header string }
 
 func (d dropOnRetry) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Body != nil {
-		b, _ := io.ReadAll(r.Body)
+	if b, ok := answersForm(r); ok {
+		r = r.Clone(r.Context())
+		r.Header.Del(d.header)
 		r.Body = io.NopCloser(bytes.NewReader(b))
-		var msg struct {
-			Params struct {
-				RequestState string `json:"requestState"`
-			} `json:"params"`
-		}
-		if json.Unmarshal(b, &msg) == nil && msg.Params.RequestState != "" {
-			r = r.Clone(r.Context())
-			r.Header.Del(d.header)
-			r.Body = io.NopCloser(bytes.NewReader(b))
-		}
 	}
 	return http.DefaultTransport.RoundTrip(r)
+}
+
+// answersForm reads r's body (and puts it back) and reports whether r is
+// the retry that answers a form: it carries a requestState.
+func answersForm(r *http.Request) ([]byte, bool) {
+	if r.Body == nil {
+		return nil, false
+	}
+	b, _ := io.ReadAll(r.Body)
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	var msg struct {
+		Params struct {
+			RequestState string `json:"requestState"`
+		} `json:"params"`
+	}
+	return b, json.Unmarshal(b, &msg) == nil && msg.Params.RequestState != ""
 }
 
 // TestApprovalAgentBound: a prune a person approved for agent alpha is

@@ -96,8 +96,9 @@ func hardened(t *testing.T, name string, svc map[string]any) {
 }
 
 // docker-ci's scale-out runs its three replicas with one Redis (built from
-// deploy/ci/redis.Dockerfile: no registry there) and has scaleout check
-// it; every flag it passes to scaleout exists.
+// deploy/ci/redis.Dockerfile: no registry there) and one PUBLIC_URL (the
+// balancer's), and has scaleout check it, a refresh token replayed across
+// replicas included; every flag it passes to scaleout exists.
 func TestDockerCIScaleOutUsesRedis(t *testing.T) {
 	b, err := os.ReadFile("../scripts/docker-ci.sh")
 	if err != nil {
@@ -112,7 +113,9 @@ func TestDockerCIScaleOutUsesRedis(t *testing.T) {
 		`-f deploy/ci/redis.Dockerfile`,
 		`docker run -d --name mmcp-ci-redis --network host --read-only --cap-drop ALL`,
 		`-e REDIS_URL="redis://127.0.0.1:$REDIS_PORT/0"`,
+		`-e PUBLIC_URL="http://127.0.0.1:$LB_PORT"`,
 		`-redis \`,
+		`-refresh-replay -public-url "http://127.0.0.1:$LB_PORT"`,
 	} {
 		if !strings.Contains(ci, want) {
 			t.Errorf("docker-ci.sh lacks %q", want)
@@ -120,6 +123,9 @@ func TestDockerCIScaleOutUsesRedis(t *testing.T) {
 	}
 	if n := strings.Count(scale, `-e REDIS_URL=`); n != 1 || !strings.Contains(scale, `for p in $GW1 $GW2 $GW3; do`) {
 		t.Errorf("the replicas' docker run should carry REDIS_URL once inside the loop over the 3 replicas (found %d)", n)
+	}
+	if strings.Contains(scale, "TODO") {
+		t.Error("the scale-out step still has a TODO")
 	}
 	if !strings.Contains(ci, "mmcp-ci-redis >/dev/null 2>&1") {
 		t.Error("cleanup does not remove the Redis container")

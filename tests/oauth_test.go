@@ -36,7 +36,7 @@ type oauthGateway struct {
 	Logs *logBuffer
 }
 
-func startOAuthGateway(t *testing.T, s *mailtest.Stack, env ...string) *oauthGateway {
+func startOAuthGateway(t testing.TB, s *mailtest.Stack, env ...string) *oauthGateway {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

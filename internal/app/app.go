@@ -76,21 +76,14 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	limits := guard.New(guard.Config{
-		RatePerMinute: cfg.RateLimitPerMinute, Burst: cfg.RateLimitBurst,
-		FailuresPerUser: cfg.LoginBackoffFailures, FailuresPerAccount: cfg.LoginBackoffAccount,
-		FailuresPerAddress: cfg.LoginBackoffPerAddress, Delay: cfg.LoginBackoffDelay, MaxDelay: cfg.LoginBackoffMax,
-		SignInPerAccount: cfg.OAuthRatePerAccount, SignInPerAddress: cfg.OAuthRatePerAddress,
-	})
 	tlsConf, err := cfg.TLSConfig(cfg.IMAPHost)
 	if err != nil {
 		return nil, err
 	}
 	m := newMetrics(cfg)
 	// The memories that make codes, refresh tokens and approvals
-	// single-use, and limits count, across replicas (REDIS_URL).
-	// TODO(issue 38, phase 2): guard.Config, approval.New and oauth.Config
-	// take it, in place of their own in-process maps.
+	// single-use, and limits count: this process's, or with REDIS_URL one
+	// for every replica.
 	mem, err := newMemory(cfg, log, m)
 	if err != nil {
 		return nil, err
@@ -101,6 +94,12 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 			mem.Close()
 		}
 	}()
+	limits := guard.New(guard.Config{
+		RatePerMinute: cfg.RateLimitPerMinute, Burst: cfg.RateLimitBurst,
+		FailuresPerUser: cfg.LoginBackoffFailures, FailuresPerAccount: cfg.LoginBackoffAccount,
+		FailuresPerAddress: cfg.LoginBackoffPerAddress, Delay: cfg.LoginBackoffDelay, MaxDelay: cfg.LoginBackoffMax,
+		SignInPerAccount: cfg.OAuthRatePerAccount, SignInPerAddress: cfg.OAuthRatePerAddress, Memory: mem, Secret: proofSecret(cfg),
+	})
 	signIn := signInProviders(cfg)
 	mailHosts, err := servedHosts(cfg, tlsConf, signIn)
 	if err != nil {
@@ -132,7 +131,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	deps := &tools.Deps{Sealer: sealer, Mailbox: mb, Log: log.With("component", "tools"), Guard: limits, Unsubscribe: unsubscribePoster(cfg),
 		CallTimeout: cfg.ToolTimeout, MaxRequestBytes: cfg.MaxRequestBytes, Access: cfg.Access(),
 		MaxInlineAttachment: cfg.InlineAttachmentLimit(), Metrics: m,
-		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, approval.Options{MaxPending: cfg.ApprovalMaxPending}), ApprovalTTL: cfg.ApprovalTTL,
+		Approval: cfg.ApprovalPolicy(), Approvals: approval.New(sealer, approval.Options{MaxPending: cfg.ApprovalMaxPending, Memory: mem}), ApprovalTTL: cfg.ApprovalTTL,
 		Hosts: mailHosts}
 	var sub *submission.Client
 	if cfg.SMTPEnabled() || providersSend(signIn) {
@@ -209,7 +208,7 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 	if cfg.OAuthEnabled() {
 		as := oauth.New(oauth.Config{Issuer: cfg.PublicURL, Sealer: sealer, IMAP: mb, CanSend: cfg.SMTPEnabled(),
 			Operator: cfg.Access(), AccessTTL: cfg.OAuthAccessTTL, RefreshTTL: cfg.OAuthRefreshTTL, Logger: log,
-			Observe: m.OAuth, SMTP: smtpVerifier(sub), Guard: limits,
+			Observe: m.OAuth, SMTP: smtpVerifier(sub), Guard: limits, Memory: mem,
 			MaxGrants: cfg.OAuthMaxGrants, GrantsPerAccount: cfg.OAuthGrantsPerAccount,
 			Providers: signIn, Hosts: mailHosts,
 			Identified: func(w http.ResponseWriter, r *http.Request, who credentials.Credentials, returnTo string) {
@@ -246,7 +245,15 @@ func New(cfg *config.Config, log *slog.Logger) (*App, error) {
 // sign-in page's are (and by the mail layer's back-off after failures).
 func approverPassword(limits *guard.Guard, mb *mailbox.Client) func(context.Context, credentials.Credentials) error {
 	return func(ctx context.Context, creds credentials.Credentials) error {
-		if wait := max(limits.AllowSignInFrom(ctx), limits.AllowSignInAs(creds.User)); wait > 0 {
+		from, err := limits.AllowSignInFrom(ctx)
+		if err != nil {
+			return err
+		}
+		as, err := limits.AllowSignInAs(ctx, creds.User)
+		if err != nil {
+			return err
+		}
+		if wait := max(from, as); wait > 0 {
 			return mailerr.Newf(mailerr.RateLimited, "too many sign-in attempts for this mailbox or from your network: wait %d seconds and try again", int(wait.Seconds()+0.999))
 		}
 		return mb.Verify(ctx, creds)

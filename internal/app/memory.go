@@ -1,6 +1,8 @@
 package app
 
 import (
+	"crypto/hkdf"
+	"crypto/sha256"
 	"log/slog"
 	"sync/atomic"
 
@@ -60,4 +62,15 @@ func memoryName(s memory.Store) string {
 		return "redis " + r.Addr()
 	}
 	return "in-process"
+}
+
+// proofSecret keys the login back-off's proofs of credentials that logged
+// in: derived from ENCRYPTION_KEY, so that every replica sharing the
+// memory names a proof alike (a rotation only makes them proven again).
+func proofSecret(cfg *config.Config) []byte {
+	k, err := hkdf.Key(sha256.New, cfg.Key(), nil, "mailbox-mcp login proofs v1", 32)
+	if err != nil {
+		return nil // the guard makes one of its own
+	}
+	return k
 }

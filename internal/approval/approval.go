@@ -12,6 +12,7 @@
 package approval
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 )
 
 // StateTTL is how long a form the client shows its user stays answerable.
@@ -205,7 +207,6 @@ var (
 	ErrLinkInvalid  = errors.New("this approval link is not valid here (altered, cut short, or made by another server)")
 	ErrLinkExpired  = errors.New("this approval link has expired: nothing was done; ask the agent to try again")
 	ErrLinkUsed     = errors.New("this approval link was already used")
-	ErrBusy         = errors.New("this mailbox has answered too many approvals in the last minutes for the gateway to track another; try again later")
 )
 
 // PendingError says an account has as many approvals waiting as it may.
@@ -218,17 +219,22 @@ func (e *PendingError) Error() string {
 // Options configure Approvals.
 type Options struct {
 	// MaxPending is how many approvals one account may have waiting at a
-	// time in this process (0: DefaultMaxPending).
+	// time (0: DefaultMaxPending).
 	MaxPending int
+	// Memory keeps which approvals wait and which were used (nil: a
+	// memory of this process's own; Redis makes it one for every
+	// replica).
+	Memory memory.Store
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
 }
 
-// Approvals seals and opens states and links, each used at most once in
-// this process, and no more than MaxPending waiting per account.
+// Approvals seals and opens states and links, each used at most once (in
+// every replica that shares its memory), and no more than MaxPending
+// waiting per account.
 type Approvals struct {
 	sealer *credentials.Sealer
-	memory *memory
+	ledger *ledger
 	now    func() time.Time
 }
 
@@ -240,16 +246,19 @@ func New(sealer *credentials.Sealer, opts Options) *Approvals {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = DefaultMaxPending
 	}
-	return &Approvals{sealer: sealer, memory: newMemory(opts.MaxPending), now: opts.Now}
+	if opts.Memory == nil {
+		opts.Memory = memory.NewLocal(opts.Now)
+	}
+	return &Approvals{sealer: sealer, ledger: newLedger(opts.Memory, opts.MaxPending), now: opts.Now}
 }
 
 // NewState makes the requestState of a call of tool with args by who,
 // holding b. It counts as waiting for who until it is used or expires.
 // Make one only once who's credentials have been proven with a login.
-func (a *Approvals) NewState(who Caller, tool string, args map[string]any, b Binding) (string, error) {
+func (a *Approvals) NewState(ctx context.Context, who Caller, tool string, args map[string]any, b Binding) (string, error) {
 	now := a.now()
 	p := statePayload{A: who.Account, G: who.Agent, T: tool, D: Digest(tool, args), B: b, N: nonce(), Exp: now.Add(StateTTL).Unix()}
-	if err := a.memory.wait(who.Account, "s"+p.N, time.Unix(p.Exp, 0), now); err != nil {
+	if err := a.ledger.wait(ctx, who.Account, "s"+p.N, time.Unix(p.Exp, 0)); err != nil {
 		return "", err
 	}
 	plain, err := json.Marshal(p)
@@ -262,9 +271,9 @@ func (a *Approvals) NewState(who Caller, tool string, args map[string]any, b Bin
 
 // UseState checks a requestState the client sent back with its answer:
 // made here, for this caller (account and agent), tool and exact
-// arguments, not expired, and not used before in this process (it is used
-// now). It returns what the approval holds to.
-func (a *Approvals) UseState(state string, who Caller, tool string, args map[string]any) (Binding, error) {
+// arguments, not expired, and not used before (it is used now). It
+// returns what the approval holds to.
+func (a *Approvals) UseState(ctx context.Context, state string, who Caller, tool string, args map[string]any) (Binding, error) {
 	plain, err := a.sealer.OpenOAuth(credentials.KindApprovalState, state)
 	if err != nil {
 		return Binding{}, ErrStateInvalid
@@ -279,7 +288,7 @@ func (a *Approvals) UseState(state string, who Caller, tool string, args map[str
 	if !now.Before(exp) {
 		return Binding{}, ErrStateExpired
 	}
-	if err := a.memory.use(p.A, "s"+p.N, exp, now, ErrStateUsed); err != nil {
+	if err := a.ledger.use(ctx, p.A, "s"+p.N, exp, ErrStateUsed); err != nil {
 		return Binding{}, err
 	}
 	return p.B, nil
@@ -324,7 +333,7 @@ type Minted struct {
 // credentials' own expiry. It counts as waiting for its account until it
 // is used or expires. Make one only once the credentials have been proven
 // with a login.
-func (a *Approvals) NewLink(l Link, ttl time.Duration) (Minted, error) {
+func (a *Approvals) NewLink(ctx context.Context, l Link, ttl time.Duration) (Minted, error) {
 	now := a.now()
 	exp := now.Add(ttl).Truncate(time.Second)
 	if !l.Creds.Expires.IsZero() && l.Creds.Expires.Before(exp) {
@@ -344,14 +353,14 @@ func (a *Approvals) NewLink(l Link, ttl time.Duration) (Minted, error) {
 	if err != nil {
 		return Minted{}, err
 	}
-	if err := a.memory.wait(l.Creds.AccountKey(), "l"+p.N, exp, now); err != nil {
+	if err := a.ledger.wait(ctx, l.Creds.AccountKey(), "l"+p.N, exp); err != nil {
 		return Minted{}, err
 	}
 	return Minted{Token: s, ID: p.N, Expires: exp}, nil
 }
 
 // OpenLink checks and opens a link without using it.
-func (a *Approvals) OpenLink(token string) (Link, error) {
+func (a *Approvals) OpenLink(ctx context.Context, token string) (Link, error) {
 	plain, err := a.sealer.OpenOAuth(credentials.KindApprovalLink, token)
 	if err != nil {
 		return Link{}, ErrLinkInvalid
@@ -373,36 +382,49 @@ func (a *Approvals) OpenLink(token string) (Link, error) {
 		}
 		return Link{}, ErrLinkInvalid
 	}
-	if a.memory.seen(c.AccountKey(), "l"+p.N, now) {
+	switch used, err := a.ledger.seen(ctx, c.AccountKey(), "l"+p.N); {
+	case err != nil:
+		return Link{}, err
+	case used:
 		return Link{}, ErrLinkUsed
 	}
 	l.Creds = c
 	return l, nil
 }
 
-// UseLink marks l used; it fails if it was used before in this process.
-func (a *Approvals) UseLink(l Link) error {
-	return a.memory.use(l.Creds.AccountKey(), "l"+l.Nonce, l.Expires, a.now(), ErrLinkUsed)
+// UseLink marks l used; it fails if it was used before.
+func (a *Approvals) UseLink(ctx context.Context, l Link) error {
+	return a.ledger.use(ctx, l.Creds.AccountKey(), "l"+l.Nonce, l.Expires, ErrLinkUsed)
 }
 
 // DropLink ends link id (Minted.ID) of who unanswered: it is used now,
-// and the page refuses it. For a person who would not open it.
-func (a *Approvals) DropLink(who Caller, id string, exp time.Time) {
-	_ = a.memory.use(who.Account, "l"+id, exp, a.now(), nil)
+// and the page refuses it. For a person who would not open it. (Should
+// the memory not answer, the link stays usable until it expires: only the
+// person signed in as the mailbox can use it.)
+func (a *Approvals) DropLink(ctx context.Context, who Caller, id string, exp time.Time) {
+	_ = a.ledger.use(ctx, who.Account, "l"+id, exp, nil)
 }
 
 // Room says whether account may have another approval waiting now (a
-// *PendingError when it may not): asked before anything is held for one.
-func (a *Approvals) Room(account string) error {
-	if n := a.memory.waiting(account, a.now()); n >= a.memory.maxPending {
-		return &PendingError{Max: a.memory.maxPending}
+// *PendingError when it may not, an *UnavailableError when that cannot be
+// known now): asked before anything is held for one.
+func (a *Approvals) Room(ctx context.Context, account string) error {
+	n, err := a.ledger.pending(ctx, account)
+	switch {
+	case err != nil:
+		return err
+	case n >= a.ledger.maxPending:
+		return &PendingError{Max: a.ledger.maxPending}
 	}
 	return nil
 }
 
-// Waiting reports how many approvals account has waiting in this process
-// (for tests and metrics).
-func (a *Approvals) Waiting(account string) int { return a.memory.waiting(account, a.now()) }
+// Waiting reports how many approvals account has waiting (for tests and
+// metrics; 0 when that cannot be known now).
+func (a *Approvals) Waiting(ctx context.Context, account string) int {
+	n, _ := a.ledger.pending(ctx, account)
+	return n
+}
 
 func nonce() string {
 	b := make([]byte, 16)

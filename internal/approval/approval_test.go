@@ -2,6 +2,7 @@ package approval
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,20 +11,56 @@ import (
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 )
 
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time { return c.t }
 
+var ctx = context.Background()
+
 func newTest(t *testing.T) (*Approvals, *clock) {
+	t.Helper()
+	c := &clock{time.Unix(1_800_000_000, 0)}
+	return newOn(t, c, memory.NewLocal(c.now), 0), c
+}
+
+func newOn(t *testing.T, c *clock, mem memory.Store, maxPending int) *Approvals {
 	t.Helper()
 	s, err := credentials.NewSealer(bytes.Repeat([]byte{7}, 32))
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &clock{time.Unix(1_800_000_000, 0)}
-	return New(s, Options{Now: c.now}), c
+	return New(s, Options{Now: c.now, Memory: mem, MaxPending: maxPending})
+}
+
+// newRedis is a Redis store on its own redis-server, on clock c (Redis
+// keeps its own time for what expires).
+func newRedis(t *testing.T, c *clock) (*memory.Redis, *mailtest.RedisServer) {
+	t.Helper()
+	srv := mailtest.StartRedis(t, mailtest.RedisOptions{})
+	r, err := memory.NewRedis(memory.RedisOptions{URL: srv.URL(0), Key: bytes.Repeat([]byte{9}, 32), Now: c.now, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, srv
+}
+
+// eachStore runs f with Approvals on each store: this process's memory,
+// and Redis.
+func eachStore(t *testing.T, maxPending int, f func(t *testing.T, a *Approvals, c *clock, shared bool)) {
+	t.Run("local", func(t *testing.T) {
+		c := &clock{time.Unix(1_800_000_000, 0)}
+		f(t, newOn(t, c, memory.NewLocal(c.now), maxPending), c, false)
+	})
+	t.Run("redis", func(t *testing.T) {
+		c := &clock{time.Unix(1_800_000_000, 0)}
+		r, _ := newRedis(t, c)
+		f(t, newOn(t, c, r, maxPending), c, true)
+	})
 }
 
 var (
@@ -35,11 +72,12 @@ var (
 // TestState: a state opens for exactly its caller (account and agent),
 // tool and arguments (in any key order), once, within its five minutes,
 // and gives back what it holds to.
-func TestState(t *testing.T) {
-	a, c := newTest(t)
+func TestState(t *testing.T) { eachStore(t, 0, testState) }
+
+func testState(t *testing.T, a *Approvals, c *clock, _ bool) {
 	args := map[string]any{"to": []any{"b@x.test"}, "subject": "s", "n": 1.0}
 	facts := json.RawMessage(`{"v":7,"h":"abc"}`)
-	st, err := a.NewState(aliceAlpha, "agent_prune", args, Binding{Facts: facts})
+	st, err := a.NewState(ctx, aliceAlpha, "agent_prune", args, Binding{Facts: facts})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +102,7 @@ func TestState(t *testing.T) {
 		{"right", st, "agent_prune", aliceAlpha, same, nil},
 		{"again", st, "agent_prune", aliceAlpha, same, ErrStateUsed},
 	} {
-		b, err := a.UseState(tc.state, tc.who, tc.tool, tc.args)
+		b, err := a.UseState(ctx, tc.state, tc.who, tc.tool, tc.args)
 		if !errors.Is(err, tc.want) && err != tc.want {
 			t.Errorf("%s: got %v, want %v", tc.name, err, tc.want)
 		}
@@ -72,15 +110,15 @@ func TestState(t *testing.T) {
 			t.Errorf("%s: facts %s, want %s", tc.name, b.Facts, facts)
 		}
 	}
-	late, _ := a.NewState(alice, "t", nil, Binding{})
+	late, _ := a.NewState(ctx, alice, "t", nil, Binding{})
 	c.t = c.t.Add(StateTTL)
-	if _, err := a.UseState(late, alice, "t", nil); !errors.Is(err, ErrStateExpired) {
+	if _, err := a.UseState(ctx, late, alice, "t", nil); !errors.Is(err, ErrStateExpired) {
 		t.Fatalf("after five minutes: %v", err)
 	}
 }
 
 func mustLink(t *testing.T, a *Approvals) Minted {
-	m, err := a.NewLink(Link{Creds: credentials.New("alice@x.test", "pw"), Tool: "imap_delete_folder", Args: json.RawMessage(`{"folder":"X"}`)}, time.Hour)
+	m, err := a.NewLink(ctx, Link{Creds: credentials.New("alice@x.test", "pw"), Tool: "imap_delete_folder", Args: json.RawMessage(`{"folder":"X"}`)}, time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,14 +128,15 @@ func mustLink(t *testing.T, a *Approvals) Minted {
 // TestLink: a link carries the call, what it holds to and the credentials
 // (scope and agent included), expires, never outlives a sign-in, and is
 // used once.
-func TestLink(t *testing.T) {
-	a, c := newTest(t)
+func TestLink(t *testing.T) { eachStore(t, 0, testLink) }
+
+func testLink(t *testing.T, a *Approvals, c *clock, _ bool) {
 	// A password long enough that base64 text cannot hold it by chance
 	// ("pw" is in about one token in twenty).
 	const password = "correct-horse-battery-staple"
 	creds := credentials.New("alice@x.test", password)
 	creds.Agent = "backend"
-	m, err := a.NewLink(Link{Creds: creds, Tool: "smtp_send_draft", Binding: Binding{Draft: &DraftRef{Folder: "Drafts", UID: 7, UIDValidity: 9, MessageID: "m@x"}}, IdempotencyKey: "k"}, 30*time.Minute)
+	m, err := a.NewLink(ctx, Link{Creds: creds, Tool: "smtp_send_draft", Binding: Binding{Draft: &DraftRef{Folder: "Drafts", UID: 7, UIDValidity: 9, MessageID: "m@x"}}, IdempotencyKey: "k"}, 30*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +146,7 @@ func TestLink(t *testing.T) {
 	if strings.Contains(m.Token, password) || strings.Contains(m.Token, "alice") {
 		t.Fatal("the link shows the login")
 	}
-	l, err := a.OpenLink(m.Token)
+	l, err := a.OpenLink(ctx, m.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,36 +154,36 @@ func TestLink(t *testing.T) {
 		*l.Binding.Draft != (DraftRef{"Drafts", 7, 9, "m@x"}) || l.IdempotencyKey != "k" || l.Nonce != m.ID {
 		t.Fatalf("opened %+v", l)
 	}
-	if err := a.UseLink(l); err != nil {
+	if err := a.UseLink(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.OpenLink(m.Token); !errors.Is(err, ErrLinkUsed) {
+	if _, err := a.OpenLink(ctx, m.Token); !errors.Is(err, ErrLinkUsed) {
 		t.Fatalf("a used link: %v", err)
 	}
-	if err := a.UseLink(l); !errors.Is(err, ErrLinkUsed) {
+	if err := a.UseLink(ctx, l); !errors.Is(err, ErrLinkUsed) {
 		t.Fatalf("used twice: %v", err)
 	}
 	// Expiry, and a sign-in's expiry caps the link's.
-	m2, _ := a.NewLink(Link{Creds: creds, Tool: "x"}, time.Minute)
+	m2, _ := a.NewLink(ctx, Link{Creds: creds, Tool: "x"}, time.Minute)
 	c.t = c.t.Add(time.Minute)
-	if _, err := a.OpenLink(m2.Token); !errors.Is(err, ErrLinkExpired) {
+	if _, err := a.OpenLink(ctx, m2.Token); !errors.Is(err, ErrLinkExpired) {
 		t.Fatalf("an expired link: %v", err)
 	}
 	signedIn := creds
 	signedIn.Expires = c.t.Add(5 * time.Minute)
-	m3, _ := a.NewLink(Link{Creds: signedIn, Tool: "x"}, time.Hour)
+	m3, _ := a.NewLink(ctx, Link{Creds: signedIn, Tool: "x"}, time.Hour)
 	if !m3.Expires.Equal(signedIn.Expires) {
 		t.Fatalf("a sign-in's link expires %v, want %v", m3.Expires, signedIn.Expires)
 	}
 	for _, bad := range []string{"", "apl1.", "apl1.AAAA", m.Token[:len(m.Token)-3], "aps1." + m.Token[5:]} {
-		if _, err := a.OpenLink(bad); !errors.Is(err, ErrLinkInvalid) {
+		if _, err := a.OpenLink(ctx, bad); !errors.Is(err, ErrLinkInvalid) {
 			t.Errorf("%q: %v", bad, err)
 		}
 	}
 	// A link the person would not open is done with.
-	m4, _ := a.NewLink(Link{Creds: creds, Tool: "x"}, time.Hour)
-	a.DropLink(CallerOf(creds), m4.ID, m4.Expires)
-	if _, err := a.OpenLink(m4.Token); !errors.Is(err, ErrLinkUsed) {
+	m4, _ := a.NewLink(ctx, Link{Creds: creds, Tool: "x"}, time.Hour)
+	a.DropLink(ctx, CallerOf(creds), m4.ID, m4.Expires)
+	if _, err := a.OpenLink(ctx, m4.Token); !errors.Is(err, ErrLinkUsed) {
 		t.Fatalf("a dropped link: %v", err)
 	}
 }
@@ -152,19 +191,22 @@ func TestLink(t *testing.T) {
 // TestPendingPerAccount: one account's waiting approvals are capped, and
 // filling that cap (or the used memory) refuses only that account: the
 // issue's case of one mailbox with 10,000 approvals asked for.
-func TestPendingPerAccount(t *testing.T) {
-	s, _ := credentials.NewSealer(bytes.Repeat([]byte{7}, 32))
-	c := &clock{time.Unix(1_800_000_000, 0)}
-	a := New(s, Options{MaxPending: 20, Now: c.now})
+func TestPendingPerAccount(t *testing.T) { eachStore(t, 20, testPendingPerAccount) }
+
+func testPendingPerAccount(t *testing.T, a *Approvals, c *clock, shared bool) {
 	mallory := credentials.New("mallory@x.test", "pw")
 	var pending *PendingError
 	made, refused := 0, 0
-	for i := range 10_000 {
+	tries := 10_000
+	if shared {
+		tries = 1_000 // a round trip each
+	}
+	for i := range tries {
 		var err error
 		if i%2 == 0 {
-			_, err = a.NewLink(Link{Creds: mallory, Tool: "x"}, 30*time.Minute)
+			_, err = a.NewLink(ctx, Link{Creds: mallory, Tool: "x"}, 30*time.Minute)
 		} else {
-			_, err = a.NewState(CallerOf(mallory), "x", nil, Binding{})
+			_, err = a.NewState(ctx, CallerOf(mallory), "x", nil, Binding{})
 		}
 		switch {
 		case err == nil:
@@ -175,69 +217,134 @@ func TestPendingPerAccount(t *testing.T) {
 			t.Fatalf("attempt %d: %v", i, err)
 		}
 	}
-	if made != 20 || refused != 9_980 || a.Waiting("mallory@x.test") != 20 {
-		t.Fatalf("made %d, refused %d, waiting %d", made, refused, a.Waiting("mallory@x.test"))
+	if made != 20 || refused != tries-20 || a.Waiting(ctx, "mallory@x.test") != 20 {
+		t.Fatalf("made %d, refused %d, waiting %d", made, refused, a.Waiting(ctx, "mallory@x.test"))
 	}
 	// Another mailbox is not affected at all.
 	for i := range 20 {
-		if _, err := a.NewLink(Link{Creds: credentials.New("bob@x.test", "pw"), Tool: "x"}, 30*time.Minute); err != nil {
+		if _, err := a.NewLink(ctx, Link{Creds: credentials.New("bob@x.test", "pw"), Tool: "x"}, 30*time.Minute); err != nil {
 			t.Fatalf("bob's link %d: %v", i, err)
 		}
 	}
 	// An answered approval frees its place; an expired one too.
-	m, _ := a.NewLink(Link{Creds: credentials.New("carol@x.test", "pw"), Tool: "x"}, 30*time.Minute)
+	m, _ := a.NewLink(ctx, Link{Creds: credentials.New("carol@x.test", "pw"), Tool: "x"}, 30*time.Minute)
 	for range 19 {
-		a.NewLink(Link{Creds: credentials.New("carol@x.test", "pw"), Tool: "x"}, 30*time.Minute)
+		a.NewLink(ctx, Link{Creds: credentials.New("carol@x.test", "pw"), Tool: "x"}, 30*time.Minute)
 	}
-	l, err := a.OpenLink(m.Token)
+	l, err := a.OpenLink(ctx, m.Token)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.UseLink(l); err != nil {
+	if err := a.UseLink(ctx, l); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.NewLink(Link{Creds: credentials.New("carol@x.test", "pw"), Tool: "x"}, 30*time.Minute); err != nil {
+	if _, err := a.NewLink(ctx, Link{Creds: credentials.New("carol@x.test", "pw"), Tool: "x"}, 30*time.Minute); err != nil {
 		t.Fatalf("after one was answered: %v", err)
 	}
+	if shared {
+		return // Redis forgets by its own clock: the expiry is the store's test
+	}
 	c.t = c.t.Add(31 * time.Minute)
-	if _, err := a.NewLink(Link{Creds: mallory, Tool: "x"}, 30*time.Minute); err != nil {
+	if _, err := a.NewLink(ctx, Link{Creds: mallory, Tool: "x"}, 30*time.Minute); err != nil {
 		t.Fatalf("after they expired: %v", err)
 	}
 }
 
-// TestMemoryFailsClosed: an account whose used memory is full refuses a
-// new use rather than forget one, and other accounts go on.
+// TestMemoryFailsClosed: this process's memory, full, refuses a new use
+// rather than forget one: an account whose used memory is full refuses
+// only itself, and a memory full in all refuses every account until
+// entries expire.
 func TestMemoryFailsClosed(t *testing.T) {
-	m := newMemory(20)
-	m.maxUsed = 3
 	now := time.Unix(1000, 0)
+	s := memory.NewLocal(func() time.Time { return now })
+	m := &ledger{waiting: s.Slots("t.pending", memory.Bounds{}), used: s.Once("t.used", memory.Bounds{Max: 4, PerScope: 3}), maxPending: 20}
 	for _, id := range []string{"a", "b", "c"} {
-		if err := m.use("alice", id, now.Add(time.Minute), now, ErrLinkUsed); err != nil {
+		if err := m.use(ctx, "alice", id, now.Add(time.Minute), ErrLinkUsed); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := m.use("alice", "d", now.Add(time.Minute), now, ErrLinkUsed); !errors.Is(err, ErrBusy) {
+	var busy *UnavailableError
+	if err := m.use(ctx, "alice", "d", now.Add(time.Minute), ErrLinkUsed); !errors.As(err, &busy) || !strings.Contains(err.Error(), "this mailbox has answered too many") {
 		t.Fatalf("full: %v", err)
 	}
-	if err := m.use("alice", "a", now.Add(time.Minute), now, ErrLinkUsed); !errors.Is(err, ErrLinkUsed) {
+	if err := m.use(ctx, "alice", "a", now.Add(time.Minute), ErrLinkUsed); !errors.Is(err, ErrLinkUsed) {
 		t.Fatalf("a used id on a full account: %v", err)
 	}
-	if err := m.use("bob", "d", now.Add(10*time.Minute), now, ErrLinkUsed); err != nil {
+	if err := m.use(ctx, "bob", "d", now.Add(10*time.Minute), ErrLinkUsed); err != nil {
 		t.Fatalf("another account: %v", err)
 	}
-	later := now.Add(2 * time.Minute)
-	if err := m.use("alice", "d", later.Add(time.Minute), later, ErrLinkUsed); err != nil {
+	// Full in all: 4 entries.
+	if err := m.use(ctx, "carol", "x", now.Add(time.Minute), ErrLinkUsed); !errors.As(err, &busy) || !strings.Contains(err.Error(), "too many approvals to take another") || busy.RetryAfter != time.Minute {
+		t.Fatalf("a full memory: %v", err)
+	}
+	now = now.Add(2 * time.Minute)
+	if err := m.use(ctx, "alice", "d", now.Add(time.Minute), ErrLinkUsed); err != nil {
 		t.Fatalf("after expiry: %v", err)
 	}
-	// The accounts themselves are bounded: past the bound, accounts with
-	// nothing live are forgotten, live ones never.
-	m.maxAccounts = 2
-	if err := m.wait("carol", "x", later.Add(time.Minute), later); !errors.Is(err, errFull) {
-		t.Fatalf("a third account: %v", err)
-	}
-	much := later.Add(time.Hour)
-	if err := m.wait("carol", "x", much.Add(time.Minute), much); err != nil {
+	if err := m.use(ctx, "carol", "x", now.Add(time.Minute), ErrLinkUsed); err != nil {
 		t.Fatalf("a third account once the others expired: %v", err)
+	}
+}
+
+// TestSharedMemoryFailsClosed: while Redis does not answer, no state or
+// link is made, opened or used (an *UnavailableError: 503 with
+// Retry-After); when it answers again, they are, with no restart. (A
+// Redis without persistence forgot what was used: docs/scaling.md.)
+func TestSharedMemoryFailsClosed(t *testing.T) {
+	c := &clock{time.Now()}
+	r, srv := newRedis(t, c)
+	a := newOn(t, c, r, 0)
+	creds := credentials.New("alice@x.test", "pw")
+	m, err := a.NewLink(ctx, Link{Creds: creds, Tool: "x"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.NewState(ctx, alice, "t", nil, Binding{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	unavailable := func(what string, err error) {
+		t.Helper()
+		var u *UnavailableError
+		if !errors.As(err, &u) || u.RetryAfter <= 0 || !strings.Contains(err.Error(), "nothing was done") {
+			t.Errorf("%s with Redis killed: %v, want an UnavailableError", what, err)
+		}
+	}
+	_, err = a.OpenLink(ctx, m.Token)
+	unavailable("OpenLink", err)
+	unavailable("UseLink", a.UseLink(ctx, Link{Creds: creds, Nonce: m.ID, Expires: m.Expires}))
+	_, err = a.UseState(ctx, st, alice, "t", nil)
+	unavailable("UseState", err)
+	_, err = a.NewState(ctx, alice, "t", nil, Binding{})
+	unavailable("NewState", err)
+	_, err = a.NewLink(ctx, Link{Creds: creds, Tool: "x"}, time.Hour)
+	unavailable("NewLink", err)
+	unavailable("Room", a.Room(ctx, "alice@x.test"))
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		l, err := a.OpenLink(ctx, m.Token)
+		if err == nil {
+			if err := a.UseLink(ctx, l); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis back, the link still refused: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := a.UseState(ctx, st, alice, "t", nil); err != nil {
+		t.Fatalf("Redis back, the state: %v", err)
+	}
+	if _, err := a.UseState(ctx, st, alice, "t", nil); !errors.Is(err, ErrStateUsed) {
+		t.Fatalf("the state used twice after Redis came back: %v", err)
 	}
 }
 

@@ -1,144 +1,120 @@
 package approval
 
 import (
+	"context"
 	"errors"
-	"sync"
 	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 )
 
-// memory remembers, per account, the approvals waiting (made, neither
+// ledger remembers, per account, the approvals waiting (made, neither
 // used nor expired) and those used (until they expire, so that none is
-// used twice). Each account has bounds of its own, maxPending waiting and
-// maxUsed used: a full account refuses only itself, never another. The
-// number of accounts is bounded too; since a state or a link is made only
-// for credentials the mail server accepted, filling that takes as many
-// real mailboxes. It fails closed: when it cannot remember a use it
-// refuses it (ErrBusy) rather than forget one, which would let a state or
-// a link be used twice.
-//
-// It is memory of this process only: a replica that did not see a use
-// does not know of it, and a restart forgets (docs/scaling.md).
-type memory struct {
-	mu          sync.Mutex
-	maxPending  int
-	maxUsed     int
-	maxAccounts int
-	accounts    map[string]*accountMemory
-	nextSweep   time.Time
+// used twice), in a memory.Store: this process's own (the default, for
+// one replica) or Redis (REDIS_URL), where every replica sees what any
+// used. Each account has bounds of its own, maxPending waiting and, in
+// this process's memory, 50 times as many used (at least minUsed): a
+// full account refuses only itself, never another. This process's
+// memory is bounded in all too; since a state or a link is made only for
+// credentials the mail server accepted, filling that takes as many real
+// mailboxes. It fails closed:
+// when it cannot remember a use (full, or Redis does not answer) it
+// refuses it rather than forget one, which would let a state or a link
+// be used twice.
+type ledger struct {
+	waiting    memory.Slots
+	used       memory.Once
+	maxPending int
 }
 
-type accountMemory struct {
-	waiting map[string]int64 // id -> expiry, unix seconds
-	used    map[string]int64
+// Bounds of this process's memory: approvals waiting and used, in all
+// (each entry about 100 bytes), and used ones of one account.
+const (
+	maxEntries = 1_000_000
+	minUsed    = 1000
+)
+
+func newLedger(s memory.Store, maxPending int) *ledger {
+	return &ledger{
+		waiting:    s.Slots("approval.pending", memory.Bounds{Max: maxEntries}),
+		used:       s.Once("approval.used", memory.Bounds{Max: maxEntries, PerScope: max(minUsed, 50*maxPending)}),
+		maxPending: maxPending,
+	}
 }
 
-// errFull says the memory holds as many accounts as it may.
-var errFull = errors.New("the gateway is handling too many approvals to take another now; try again in a minute")
+// UnavailableError says an approval could not be made, checked or used
+// just now: the memory that keeps them single-use is full, or does not
+// answer. Nothing was done; RetryAfter says when to try again.
+type UnavailableError struct {
+	RetryAfter time.Duration
+	err        error
+}
 
-func newMemory(maxPending int) *memory {
-	return &memory{maxPending: maxPending, maxUsed: max(1000, 50*maxPending), maxAccounts: 100_000, accounts: map[string]*accountMemory{}}
+func (e *UnavailableError) Error() string {
+	var full *memory.FullError
+	switch {
+	case errors.As(e.err, &full) && full.Scope:
+		return "this mailbox has answered too many approvals in the last minutes for the gateway to track another, so nothing was done; try again later"
+	case errors.As(e.err, &full):
+		return "the gateway is handling too many approvals to take another now, so nothing was done; try again in a minute"
+	}
+	return "the gateway cannot check approvals just now (the memory it shares with its other replicas does not answer), so nothing was done; try again in a few seconds"
+}
+
+func (e *UnavailableError) Unwrap() error { return e.err }
+
+// unavailable turns a store's refusal into an UnavailableError; other
+// errors (a caller gone) pass.
+func unavailable(err error) error {
+	if d, ok := memory.RetryAfter(err); ok {
+		return &UnavailableError{RetryAfter: d, err: err}
+	}
+	return err
 }
 
 // wait records id as waiting for account until exp, unless account has
 // maxPending waiting already.
-func (m *memory) wait(account, id string, exp, now time.Time) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, err := m.account(account, now)
-	if err != nil {
-		return err
-	}
-	if len(a.waiting) >= m.maxPending {
-		sweep(a.waiting, now)
-	}
-	if len(a.waiting) >= m.maxPending {
+func (m *ledger) wait(ctx context.Context, account, id string, exp time.Time) error {
+	t, err := m.waiting.Take(ctx, account, id, exp, m.maxPending)
+	switch {
+	case err != nil:
+		return unavailable(err)
+	case !t.OK:
 		return &PendingError{Max: m.maxPending}
 	}
-	a.waiting[id] = exp.Unix()
 	return nil
 }
 
 // use records id of account as used until exp; used is the error when it
 // was used before.
-func (m *memory) use(account, id string, exp, now time.Time, used error) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, err := m.account(account, now)
-	if err != nil {
-		return err
-	}
-	if e, ok := a.used[id]; ok && now.Unix() < e {
+func (m *ledger) use(ctx context.Context, account, id string, exp time.Time, used error) error {
+	first, err := m.used.Use(ctx, account, id, exp)
+	switch {
+	case err != nil:
+		return unavailable(err)
+	case !first:
 		return used
 	}
-	if len(a.used) >= m.maxUsed {
-		sweep(a.used, now)
-		if len(a.used) >= m.maxUsed {
-			return ErrBusy
-		}
-	}
-	delete(a.waiting, id)
-	a.used[id] = exp.Unix()
+	// No longer waiting. A release that fails leaves the slot to expire
+	// with the approval: the account may have one fewer for that long.
+	m.waiting.Release(ctx, account, id)
 	return nil
 }
 
 // seen reports whether id of account was used.
-func (m *memory) seen(account, id string, now time.Time) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, ok := m.accounts[account]
-	if !ok {
-		return false
+func (m *ledger) seen(ctx context.Context, account, id string) (bool, error) {
+	seen, err := m.used.Seen(ctx, account, id)
+	if err != nil {
+		return false, unavailable(err)
 	}
-	e, ok := a.used[id]
-	return ok && now.Unix() < e
+	return seen, nil
 }
 
-func (m *memory) waiting(account string, now time.Time) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	a, ok := m.accounts[account]
-	if !ok {
-		return 0
+// pending is how many approvals account has waiting.
+func (m *ledger) pending(ctx context.Context, account string) (int, error) {
+	n, err := m.waiting.Count(ctx, account)
+	if err != nil {
+		return 0, unavailable(err)
 	}
-	sweep(a.waiting, now)
-	return len(a.waiting)
-}
-
-// account is account's memory, made if need be. When the memory holds
-// maxAccounts it first forgets accounts with nothing live (a full sweep,
-// at most once a second, so that refused requests cannot make it sweep
-// on every call).
-func (m *memory) account(name string, now time.Time) (*accountMemory, error) {
-	if a, ok := m.accounts[name]; ok {
-		return a, nil
-	}
-	if len(m.accounts) >= m.maxAccounts {
-		if now.Before(m.nextSweep) {
-			return nil, errFull
-		}
-		m.nextSweep = now.Add(time.Second)
-		for k, a := range m.accounts {
-			sweep(a.waiting, now)
-			sweep(a.used, now)
-			if len(a.waiting)+len(a.used) == 0 {
-				delete(m.accounts, k)
-			}
-		}
-		if len(m.accounts) >= m.maxAccounts {
-			return nil, errFull
-		}
-	}
-	a := &accountMemory{waiting: map[string]int64{}, used: map[string]int64{}}
-	m.accounts[name] = a
-	return a, nil
-}
-
-// sweep forgets the expired entries of ids.
-func sweep(ids map[string]int64, now time.Time) {
-	t := now.Unix()
-	for k, e := range ids {
-		if t >= e {
-			delete(ids, k)
-		}
-	}
+	return n, nil
 }

@@ -7,10 +7,12 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 )
 
 // Prefix is the path of the approval page; the link's token follows it.
@@ -140,7 +142,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Page) show(w http.ResponseWriter, r *http.Request, token string) {
-	l, err := p.cfg.Approvals.OpenLink(token)
+	l, err := p.cfg.Approvals.OpenLink(r.Context(), token)
 	if err != nil {
 		p.refused(w, err)
 		return
@@ -165,7 +167,7 @@ func (p *Page) answer(w http.ResponseWriter, r *http.Request, token string) {
 		p.page(w, http.StatusBadRequest, pageData{Fatal: "The form could not be read."})
 		return
 	}
-	l, err := p.cfg.Approvals.OpenLink(token)
+	l, err := p.cfg.Approvals.OpenLink(r.Context(), token)
 	if err != nil {
 		p.refused(w, err)
 		return
@@ -195,7 +197,7 @@ func (p *Page) answer(w http.ResponseWriter, r *http.Request, token string) {
 	}
 	// Used before it is done: a second click, or the link opened twice,
 	// does nothing more.
-	if err := p.cfg.Approvals.UseLink(l); err != nil {
+	if err := p.cfg.Approvals.UseLink(context.WithoutCancel(r.Context()), l); err != nil {
 		p.refused(w, err)
 		return
 	}
@@ -245,13 +247,20 @@ func (p *Page) passwordSignIn(w http.ResponseWriter, r *http.Request, l Link, to
 	}
 	if err := p.cfg.Password(r.Context(), creds); err != nil {
 		msg := "The address and password could not be checked just now: " + mailerr.Message(err) + ". Try again in a moment."
-		switch mailerr.KindOf(err) {
-		case mailerr.Auth:
+		status := http.StatusOK
+		switch d, down := memory.RetryAfter(err); {
+		case down:
+			// The sign-in limits and back-off could not be checked
+			// (REDIS_FAIL=closed): nothing was tried.
+			status = http.StatusServiceUnavailable
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(d.Seconds()))))
+			msg = capitalize(mailerr.Message(err)) + ". Try again in a few seconds."
+		case mailerr.KindOf(err) == mailerr.Auth:
 			msg = "The mail server did not accept this address and password."
-		case mailerr.RateLimited:
+		case mailerr.KindOf(err) == mailerr.RateLimited:
 			msg = capitalize(mailerr.Message(err)) + "."
 		}
-		p.signIn(w, http.StatusOK, l, user, msg)
+		p.signIn(w, status, l, user, msg)
 		return
 	}
 	if !p.signedIn(w, r, l) {
@@ -274,7 +283,7 @@ func (p *Page) Identified(w http.ResponseWriter, r *http.Request, who credential
 		p.page(w, http.StatusBadRequest, pageData{Fatal: "This sign-in was not for an approval."})
 		return
 	}
-	l, err := p.cfg.Approvals.OpenLink(token)
+	l, err := p.cfg.Approvals.OpenLink(r.Context(), token)
 	if err != nil {
 		p.refused(w, err)
 		return
@@ -317,12 +326,23 @@ func (p *Page) signIn(w http.ResponseWriter, status int, l Link, user, errMsg st
 func (p *Page) refused(w http.ResponseWriter, err error) {
 	status := http.StatusBadRequest
 	var pending *PendingError
+	var later *UnavailableError
 	switch {
 	case errors.Is(err, ErrLinkExpired) || errors.Is(err, ErrLinkUsed):
 		status = http.StatusGone
-	case errors.Is(err, ErrBusy) || errors.Is(err, errFull) || errors.As(err, &pending):
+	case errors.As(err, &later):
+		// Nothing was shown or done: the page can be loaded again.
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(later.RetryAfter.Seconds()))))
+	case errors.As(err, &pending):
 		status = http.StatusServiceUnavailable
 		w.Header().Set("Retry-After", "60")
+	case !errors.Is(err, ErrLinkInvalid):
+		// The memory failed otherwise (the request's own end).
+		p.log.Error("approval link not checked", "err", err)
+		status = http.StatusServiceUnavailable
+		w.Header().Set("Retry-After", "5")
+		err = errors.New("the approval could not be checked just now, so nothing was done; try again in a few seconds")
 	}
 	p.page(w, status, pageData{Fatal: capitalize(err.Error()) + "."})
 }

@@ -57,7 +57,7 @@ func newPageTest(t *testing.T) *pageTest {
 func (pt *pageTest) link(user, agent string) string {
 	c := credentials.New(user, "pw")
 	c.Agent = agent
-	m, err := pt.a.NewLink(Link{Creds: c, Tool: "smtp_send_email", Binding: Binding{Draft: &DraftRef{Folder: "Drafts", UID: 1, UIDValidity: 1, MessageID: "m@x"}}}, time.Hour)
+	m, err := pt.a.NewLink(ctx, Link{Creds: c, Tool: "smtp_send_email", Binding: Binding{Draft: &DraftRef{Folder: "Drafts", UID: 1, UIDValidity: 1, MessageID: "m@x"}}}, time.Hour)
 	if err != nil {
 		pt.t.Fatal(err)
 	}

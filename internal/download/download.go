@@ -107,8 +107,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	rec.SetUser(l.Creds.User)
-	if err := h.guard.AllowCall(l.Creds.AccountKey()); err != nil {
+	if err := h.guard.AllowCall(r.Context(), l.Creds.AccountKey()); err != nil {
 		rec.SetOutcome(mailerr.KindOf(err).String())
+		if mailerr.KindOf(err) != mailerr.RateLimited {
+			// The limit could not be checked (REDIS_FAIL=closed).
+			w.Header().Set("Retry-After", "5")
+			refuse(w, http.StatusServiceUnavailable, "the gateway cannot check its limits just now; retry shortly")
+			return
+		}
 		w.Header().Set("Retry-After", "10")
 		refuse(w, http.StatusTooManyRequests, "too many requests for this mailbox; retry shortly")
 		return

@@ -1,28 +1,35 @@
 // Package guard owns the gateway's abuse limits: a per-account token-bucket
-// rate limit on tool calls, and a login-failure back-off keyed by account and
-// client address together, by account alone (a much higher ceiling) and by
-// client address alone, so that the gateway cannot be used to guess passwords
-// against the mail server, and so that someone else's guesses cannot lock an
-// account's owner out. It also carries the client's address in the request
-// context (set by httpapi). Its memory is bounded: entries expire and the
-// number of tracked keys is capped. It never stores a password (only a keyed
-// hash of a credential that logged in), and it does no I/O.
+// rate limit on tool calls, sign-in rate limits per account and per client
+// address, and a login-failure back-off keyed by account and client address
+// together, by account alone (a much higher ceiling) and by client address
+// alone, so that the gateway cannot be used to guess passwords against the
+// mail server, and so that someone else's guesses cannot lock an account's
+// owner out. It also carries the client's address in the request context
+// (set by httpapi). Its counts live in a memory.Store: this process's own
+// (bounded; the default for one replica) or Redis, where every replica
+// counts in one memory. It never stores a password (only a keyed hash of a
+// credential that logged in), and it does no I/O but through the store.
 package guard
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 )
 
-// DefaultMaxKeys bounds the keys tracked by each table when Config.MaxKeys is 0.
+// DefaultMaxKeys bounds what this process's memory tracks of each kind
+// (accounts, pairs, addresses, proofs, buckets) when Config.MaxKeys is 0.
 const DefaultMaxKeys = 100_000
 
 // Config sets the limits. Zero values switch a limit off.
@@ -68,8 +75,17 @@ type Config struct {
 	// limit off. Each allows a burst of a minute's worth.
 	SignInPerAccount, SignInPerAddress float64
 
-	// MaxKeys caps each table (pairs, accounts, addresses, proofs, rate
-	// buckets).
+	// Memory keeps the counts (nil: a memory of this process's own, on
+	// Now's clock).
+	Memory memory.Store
+	// Secret keys the proof of a credential that logged in (an HMAC of
+	// its user name and password): give every replica that shares Memory
+	// the same one (derived from ENCRYPTION_KEY), so that a credential
+	// proven at one is proven at all. Nil: a random one of this process.
+	Secret []byte
+	// MaxKeys caps what this process's memory tracks of each kind (pairs,
+	// accounts, addresses, proofs, rate buckets); Redis is bounded by its
+	// maxmemory.
 	MaxKeys int
 	// Now is the clock (tests); nil means time.Now.
 	Now func() time.Time
@@ -78,15 +94,14 @@ type Config struct {
 // Guard enforces the limits. Its methods are safe for concurrent use; a nil
 // *Guard allows everything.
 type Guard struct {
-	cfg      Config
-	now      func() time.Time
-	pairs    *table[*failures] // account + client address
-	accounts *table[*failures]
-	addrs    *table[*failures]
-	proofs   *table[struct{}] // credentials that logged in
-	rates    *table[*rate.Limiter]
-	// sign-in server requests, by account and by client address
-	signAccounts, signAddrs *table[*rate.Limiter]
+	cfg    Config
+	now    func() time.Time
+	secret []byte
+	shared bool           // the memory is a server's: independent steps go at once
+	calls  memory.Bucket  // tool calls, by account
+	signIn memory.Bucket  // sign-in server requests, by account ("a:") and by address ("i:")
+	counts memory.Counter // failures ("F"), back-off deadlines in unix ms ("B"), proofs ("P:")
+	trying memory.Slots   // logins in progress, by pair ("p:") and by account ("a:")
 }
 
 // New makes a Guard.
@@ -107,33 +122,52 @@ func New(cfg Config) *Guard {
 	if now == nil {
 		now = time.Now
 	}
-	return &Guard{
-		cfg: cfg, now: now,
-		pairs:    newTable[*failures](cfg.MaxKeys),
-		accounts: newTable[*failures](cfg.MaxKeys),
-		addrs:    newTable[*failures](cfg.MaxKeys),
-		proofs:   newTable[struct{}](cfg.MaxKeys),
-		rates:    newTable[*rate.Limiter](cfg.MaxKeys),
-
-		signAccounts: newTable[*rate.Limiter](cfg.MaxKeys),
-		signAddrs:    newTable[*rate.Limiter](cfg.MaxKeys),
+	if cfg.Memory == nil {
+		cfg.Memory = memory.NewLocal(now)
 	}
+	secret := cfg.Secret
+	if len(secret) == 0 {
+		secret = make([]byte, 32)
+		if _, err := rand.Read(secret); err != nil {
+			panic("guard: no randomness: " + err.Error())
+		}
+	}
+	k := cfg.MaxKeys
+	return &Guard{
+		cfg: cfg, now: now, secret: secret, shared: cfg.Memory.Status().Shared,
+		calls:  cfg.Memory.Bucket("guard.calls", memory.Bounds{Max: k}),
+		signIn: cfg.Memory.Bucket("guard.signin", memory.Bounds{Max: 2 * k}),
+		counts: cfg.Memory.Counter("guard.backoff", memory.Bounds{Max: 4 * k}),
+		trying: cfg.Memory.Slots("guard.pending", memory.Bounds{Max: 2 * k}),
+	}
+}
+
+// unavailable is a limit that could not be checked: the store did not
+// answer (or is full). Nothing was done.
+func unavailable(err error) error {
+	var full *memory.FullError
+	switch {
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		return mailerr.Wrap(mailerr.Timeout, err, "the call ended while the gateway's limits were checked")
+	case errors.As(err, &full):
+		return mailerr.Wrap(mailerr.Busy, err, "the gateway is tracking as many logins in progress as it can, so nothing was done")
+	}
+	return mailerr.Wrap(mailerr.Busy, err, "the gateway's limits cannot be checked just now (the memory it shares with its other replicas does not answer), so nothing was done")
 }
 
 // AllowCall takes one token from the bucket of an account (a user name,
 // or credentials' AccountKey: host and name), or returns a RateLimited
-// error saying when to retry.
-func (g *Guard) AllowCall(user string) error {
+// error saying when to retry (a Busy one when the limit cannot be
+// checked).
+func (g *Guard) AllowCall(ctx context.Context, user string) error {
 	if g == nil || g.cfg.RatePerMinute <= 0 {
 		return nil
 	}
-	now := g.now()
-	r := reserve(g.rates, credentials.Account(user), g.cfg.RatePerMinute, g.cfg.Burst, now)
-	if !r.OK() {
-		return mailerr.New(mailerr.RateLimited, "rate limit reached for this mailbox user; retry later")
+	wait, err := g.calls.Take(ctx, credentials.Account(user), memory.Rate{PerMinute: g.cfg.RatePerMinute, Burst: g.cfg.Burst})
+	if err != nil {
+		return unavailable(err)
 	}
-	if wait := r.DelayFrom(now); wait > 0 {
-		r.CancelAt(now)
+	if wait > 0 {
 		return mailerr.Newf(mailerr.RateLimited, "rate limit reached for this mailbox user (%s calls per minute, bursts of %d); retry in %s",
 			formatRate(g.cfg.RatePerMinute), g.cfg.Burst, roundUp(wait))
 	}
@@ -142,52 +176,35 @@ func (g *Guard) AllowCall(user string) error {
 
 // AllowSignInFrom takes one request from the sign-in bucket of the client
 // address in ctx. It returns 0 when the request may go on, else how long
-// to wait.
-func (g *Guard) AllowSignInFrom(ctx context.Context) time.Duration {
+// to wait; an error when the limit cannot be checked.
+func (g *Guard) AllowSignInFrom(ctx context.Context) (time.Duration, error) {
 	if g == nil {
-		return 0
+		return 0, nil
 	}
-	return g.take(g.signAddrs, ClientAddr(ctx), g.cfg.SignInPerAddress)
+	return g.take(ctx, "i:", ClientAddr(ctx), g.cfg.SignInPerAddress)
 }
 
 // AllowSignInAs takes one request from the sign-in bucket of account (any
 // spelling: it is made canonical). It returns 0 when the request may go
-// on, else how long to wait.
-func (g *Guard) AllowSignInAs(account string) time.Duration {
+// on, else how long to wait; an error when the limit cannot be checked.
+func (g *Guard) AllowSignInAs(ctx context.Context, account string) (time.Duration, error) {
 	if g == nil {
-		return 0
+		return 0, nil
 	}
-	return g.take(g.signAccounts, credentials.Account(account), g.cfg.SignInPerAccount)
+	return g.take(ctx, "a:", credentials.Account(account), g.cfg.SignInPerAccount)
 }
 
-// take takes one token from key's bucket in t, with bursts of a minute's
-// worth; a refused request takes nothing.
-func (g *Guard) take(t *table[*rate.Limiter], key string, perMinute float64) time.Duration {
+// take takes one token from key's sign-in bucket, with bursts of a
+// minute's worth; a refused request takes nothing.
+func (g *Guard) take(ctx context.Context, kind, key string, perMinute float64) (time.Duration, error) {
 	if perMinute <= 0 || key == "" {
-		return 0
+		return 0, nil
 	}
-	now := g.now()
-	r := reserve(t, key, perMinute, max(1, int(math.Ceil(perMinute))), now)
-	if !r.OK() {
-		return time.Minute
+	wait, err := g.signIn.Take(ctx, kind+key, memory.Rate{PerMinute: perMinute, Burst: max(1, int(math.Ceil(perMinute)))})
+	if err != nil {
+		return 0, unavailable(err)
 	}
-	wait := r.DelayFrom(now)
-	if wait > 0 {
-		r.CancelAt(now)
-	}
-	return wait
-}
-
-// reserve takes one token from key's bucket in t (perMinute sustained,
-// bursts of burst).
-func reserve(t *table[*rate.Limiter], key string, perMinute float64, burst int, now time.Time) *rate.Reservation {
-	// A bucket refills completely in burst/rate; an entry idle that long is
-	// the same as a new one, so it may expire then.
-	full := time.Duration(float64(burst) / perMinute * float64(time.Minute))
-	lim := t.get(key, now, full, func() *rate.Limiter {
-		return rate.NewLimiter(rate.Limit(perMinute/60), burst)
-	})
-	return lim.ReserveN(now, 1)
+	return wait, nil
 }
 
 // Login is one login attempt admitted by BeginLogin. Exactly one of
@@ -198,22 +215,42 @@ type Login struct {
 	addr    string // client address, "" if unknown
 	pair    string // account and addr
 	proof   string // hash of the whole credential
-	proven  bool   // admitted as a proven credential: no table counts it
-	// the tables where this attempt counts as in progress
+	proven  bool   // admitted as a proven credential: no slot taken
+	// the pair's failures when it began: what a success forgives
+	pairFailures int64
+	attempt      string // its name among the logins in progress
+	// where it holds a slot as a login in progress
 	inPair, inAccount bool
 	once              sync.Once
 }
 
-// proofKey is the hash of the whole credential (user name as given, and
-// password) that a success records. It names no server: a credential proven
-// by an IMAP login also admits its SMTP AUTH, and the reverse.
-func proofKey(creds credentials.Credentials) string { return creds.Key("") }
+// The counts' keys: failures ("F") and back-off deadlines ("B") of a pair,
+// an account and an address, and proofs.
+func failuresOf(kind, key string) string { return "F" + kind + key }
+func blockOf(kind, key string) string    { return "B" + kind + key }
+func proofOf(proof string) string        { return "P:" + proof }
+
+// proofKey is the keyed hash of the whole credential (user name as given,
+// mechanism and password) that a success records. It names no server: a
+// credential proven by an IMAP login also admits its SMTP AUTH, and the
+// reverse.
+func (g *Guard) proofKey(creds credentials.Credentials) string {
+	m := hmac.New(sha256.New, g.secret)
+	for _, s := range []string{creds.User, creds.Mechanism().String(), creds.Password()} {
+		fmt.Fprintf(m, "%d:%s", len(s), s)
+	}
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// attemptTTL bounds a login in progress whose request has no deadline: a
+// replica that dies mid-login frees its slot when it expires.
+const attemptTTL = 2 * time.Minute
 
 // BeginLogin reports whether a login with creds from the client address in
 // ctx may go to the mail server now. While the account from that address,
 // the account as a whole, or the address is in back-off, it returns a
 // RateLimited error saying when to retry, and the mail server must not be
-// contacted.
+// contacted (a Busy error when the back-off cannot be checked).
 //
 // Credentials that logged in successfully within the last 2×MaxDelay
 // (exactly these, password included) are admitted whatever the counts:
@@ -229,68 +266,102 @@ func (g *Guard) BeginLogin(ctx context.Context, creds credentials.Credentials) (
 		return nil, nil
 	}
 	now := g.now()
-	l := &Login{g: g, account: creds.AccountKey(), addr: ClientAddr(ctx), proof: proofKey(creds)}
+	l := &Login{g: g, account: creds.AccountKey(), addr: ClientAddr(ctx), proof: g.proofKey(creds)}
 	l.pair = l.account + "\x00" + l.addr
-	if _, ok := g.proofs.peek(l.proof, now); ok {
+	byAddr := g.cfg.FailuresPerAddress > 0 && l.addr != ""
+	keys := []string{proofOf(l.proof), failuresOf("p:", l.pair), blockOf("p:", l.pair), failuresOf("a:", l.account), blockOf("a:", l.account)}
+	if byAddr {
+		keys = append(keys, blockOf("i:", l.addr))
+	}
+	v, err := g.counts.Get(ctx, keys...)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	l.pairFailures = v[1]
+	if v[0] > 0 {
 		l.proven = true
 		return l, nil
 	}
-	ttl := g.cfg.MaxDelay * 2
 	var wait time.Duration
-	admitted := true
-	if g.cfg.FailuresPerUser > 0 {
-		w, ok := g.pairs.admit(l.pair, now, g.cfg.FailuresPerUser, ttl, true)
-		wait, admitted, l.inPair = max(wait, w), admitted && ok, ok
+	blocked := func(on bool, until int64) {
+		if d := time.UnixMilli(until).Sub(now); on && d > 0 {
+			wait = max(wait, d)
+		}
 	}
-	if g.cfg.FailuresPerAccount > 0 && admitted {
-		w, ok := g.accounts.admit(l.account, now, g.cfg.FailuresPerAccount, ttl, true)
-		wait, admitted, l.inAccount = max(wait, w), admitted && ok, ok
+	blocked(g.cfg.FailuresPerUser > 0, v[2])
+	blocked(g.cfg.FailuresPerAccount > 0, v[4])
+	if byAddr {
+		blocked(true, v[5])
 	}
-	if g.cfg.FailuresPerAddress > 0 && l.addr != "" && admitted {
-		w, ok := g.addrs.admit(l.addr, now, g.cfg.FailuresPerAddress, ttl, false)
-		wait, admitted = max(wait, w), admitted && ok
-	}
-	if admitted {
-		return l, nil
-	}
-	l.end() // give back what the tables granted
 	if wait > 0 {
 		return nil, mailerr.Newf(mailerr.RateLimited,
 			"too many failed logins for this user or from this address: the gateway will not try the mail server again for %s; check the user name and password (an app password if the provider requires one)",
 			roundUp(wait))
 	}
-	return nil, mailerr.New(mailerr.RateLimited,
-		"too many logins for this user are being tried at once; retry in a few seconds")
+	// Below the threshold, attempts in progress count as failures to
+	// come; once past it (and the refusal period over), one attempt at a
+	// time.
+	l.attempt = newAttempt()
+	exp := now.Add(attemptTTL)
+	if d, ok := ctx.Deadline(); ok {
+		exp = now.Add(min(time.Until(d)+time.Second, 10*time.Minute))
+	}
+	slot := func(on bool, kind, key string, threshold int, failures int64, taken *bool, failed *error) func() {
+		return func() {
+			if on {
+				t, err := g.trying.Take(ctx, kind+key, l.attempt, exp, int(max(int64(threshold)-failures, 1)))
+				*taken, *failed = t.OK, err
+			}
+		}
+	}
+	var pairErr, accountErr error
+	g.together(slot(g.cfg.FailuresPerUser > 0, "p:", l.pair, g.cfg.FailuresPerUser, v[1], &l.inPair, &pairErr),
+		slot(g.cfg.FailuresPerAccount > 0, "a:", l.account, g.cfg.FailuresPerAccount, v[3], &l.inAccount, &accountErr))
+	err = errors.Join(pairErr, accountErr)
+	admitted := (l.inPair || g.cfg.FailuresPerUser <= 0) && (l.inAccount || g.cfg.FailuresPerAccount <= 0)
+	if err != nil || !admitted {
+		l.end(ctx) // give back what was taken
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		return nil, mailerr.New(mailerr.RateLimited,
+			"too many logins for this user are being tried at once; retry in a few seconds")
+	}
+	return l, nil
 }
 
 // Refused records that the mail server refused the login (wrong user name
 // or password). A proven credential is proven no more: the password has
 // changed.
-func (l *Login) Refused() {
+func (l *Login) Refused(ctx context.Context) {
 	if l == nil {
 		return
 	}
+	ctx = context.WithoutCancel(ctx)
 	g, now := l.g, l.g.now()
-	l.end()
-	g.proofs.remove(l.proof)
-	ttl := g.cfg.MaxDelay * 2
-	count := func(t *table[*failures], key string, threshold int) {
-		if threshold > 0 {
-			t.update(key, now, ttl, func() *failures { return &failures{} },
-				func(f *failures) { f.fail(now, threshold, g.cfg.Delay, g.cfg.MaxDelay) })
+	count := func(on bool, kind, key string, threshold int) func() {
+		return func() {
+			if !on {
+				return
+			}
+			n, err := g.counts.Add(ctx, failuresOf(kind, key), 1, g.ttl())
+			if err == nil && threshold > 0 && n >= int64(threshold) {
+				g.counts.Raise(ctx, blockOf(kind, key), now.Add(g.delay(n, threshold)).UnixMilli(), g.ttl())
+			}
 		}
 	}
-	// The pair's count is also what a later success of the account takes
-	// back from the address's (Succeeded), so it is kept whenever either
-	// limit is on.
-	if g.cfg.FailuresPerUser > 0 || g.cfg.FailuresPerAddress > 0 && l.addr != "" {
-		g.pairs.update(l.pair, now, ttl, func() *failures { return &failures{} },
-			func(f *failures) { f.fail(now, g.cfg.FailuresPerUser, g.cfg.Delay, g.cfg.MaxDelay) })
-	}
-	count(g.accounts, l.account, g.cfg.FailuresPerAccount)
-	if l.addr != "" {
-		count(g.addrs, l.addr, g.cfg.FailuresPerAddress)
-	}
+	l.g.together(func() { l.end(ctx) },
+		func() {
+			if l.proven {
+				g.counts.Delete(ctx, proofOf(l.proof))
+			}
+		},
+		// The pair's count is also what a later success of the account
+		// takes back from the address's (Succeeded), so it is kept
+		// whenever either limit is on.
+		count(g.cfg.FailuresPerUser > 0 || g.cfg.FailuresPerAddress > 0 && l.addr != "", "p:", l.pair, g.cfg.FailuresPerUser),
+		count(g.cfg.FailuresPerAccount > 0, "a:", l.account, g.cfg.FailuresPerAccount),
+		count(g.cfg.FailuresPerAddress > 0 && l.addr != "", "i:", l.addr, g.cfg.FailuresPerAddress))
 }
 
 // Succeeded records the credential as proven and forgets the failures of
@@ -301,255 +372,96 @@ func (l *Login) Refused() {
 // addresses is kept, and so are the address's failures of other accounts:
 // the owner logging in must not reset someone else's guesses at the
 // account, nor one valid account an address's guesses at others.
-func (l *Login) Succeeded() {
+func (l *Login) Succeeded(ctx context.Context) {
 	if l == nil {
 		return
 	}
-	g, now := l.g, l.g.now()
-	l.end()
-	if n := g.pairs.take(l.pair, now); n > 0 && l.addr != "" && g.cfg.FailuresPerAddress > 0 {
-		g.addrs.forgive(l.addr, now, n, g.cfg.FailuresPerAddress)
-	}
-	g.proofs.get(l.proof, now, g.cfg.MaxDelay*2, func() struct{} { return struct{}{} })
+	ctx = context.WithoutCancel(ctx)
+	g, n := l.g, l.pairFailures
+	l.g.together(func() { l.end(ctx) },
+		func() { g.counts.Raise(ctx, proofOf(l.proof), 1, g.ttl()) },
+		func() {
+			if n > 0 {
+				g.counts.Delete(ctx, failuresOf("p:", l.pair), blockOf("p:", l.pair))
+			}
+		},
+		func() {
+			if n > 0 && g.cfg.FailuresPerAddress > 0 && l.addr != "" {
+				left, err := g.counts.Add(ctx, failuresOf("i:", l.addr), -n, g.ttl())
+				if err == nil && left < int64(g.cfg.FailuresPerAddress) {
+					g.counts.Delete(ctx, blockOf("i:", l.addr))
+				}
+			}
+		})
 }
 
 // Abandoned ends an attempt whose outcome says nothing about the password
 // (network failure, timeout, the server's connection limit).
-func (l *Login) Abandoned() {
+func (l *Login) Abandoned(ctx context.Context) {
 	if l == nil {
 		return
 	}
-	l.end()
+	l.end(context.WithoutCancel(ctx))
 }
 
 // end releases the attempt's in-progress slots, once.
-func (l *Login) end() {
+func (l *Login) end(ctx context.Context) {
 	l.once.Do(func() {
-		if l.inPair {
-			l.g.pairs.release(l.pair)
-		}
-		if l.inAccount {
-			l.g.accounts.release(l.account)
-		}
+		l.g.together(func() {
+			if l.inPair {
+				l.g.trying.Release(ctx, "p:"+l.pair, l.attempt)
+			}
+		}, func() {
+			if l.inAccount {
+				l.g.trying.Release(ctx, "a:"+l.account, l.attempt)
+			}
+		})
 	})
 }
 
-// Sizes is how many keys each table holds.
-type Sizes struct{ Pairs, Accounts, Addresses, Proofs, Rates int }
-
-// Tracked reports the tables' sizes (for tests and metrics).
-func (g *Guard) Tracked() Sizes {
-	return Sizes{g.pairs.len(), g.accounts.len(), g.addrs.len(), g.proofs.len(), g.rates.len()}
-}
-
-// failures is the back-off state of one key.
-type failures struct {
-	count        int // failures in a row
-	pending      int // attempts admitted and not yet ended
-	blockedUntil time.Time
-}
-
-// admit is BeginLogin's check on one key: the wait while it is in back-off,
-// and whether an attempt may start. With countPending (accounts, from one
-// address or all), failures plus attempts in progress must stay under the
-// threshold, and an admitted attempt is counted as in progress: that stops
-// a burst of parallel guesses at one account. Without it (client
-// addresses), only the back-off period refuses: many users behind one
-// address or proxy send mail concurrently (each send is an SMTP login), and
-// that must not read as guessing.
-func (t *table[V]) admit(key string, now time.Time, threshold int, ttl time.Duration, countPending bool) (time.Duration, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.lookup(key, now)
-	if e == nil {
-		e = t.insert(key, any(&failures{}).(V), now)
-		e.expires = now.Add(ttl)
-	}
-	f := any(e.v).(*failures)
-	if now.Before(f.blockedUntil) {
-		return f.blockedUntil.Sub(now), false
-	}
-	if !countPending {
-		return 0, true
-	}
-	// Below the threshold, attempts in progress count as failures to come;
-	// once past it (and the refusal period over), one attempt at a time.
-	if f.count+f.pending >= threshold && (f.count < threshold || f.pending > 0) {
-		return 0, false
-	}
-	f.pending++
-	return 0, true
-}
-
-// release ends one in-progress attempt on key.
-func (t *table[V]) release(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e, ok := t.items[key]; ok {
-		if f, ok := any(e.v).(*failures); ok && f.pending > 0 {
-			f.pending--
+// together runs fs and waits for them all: at once when the memory is a
+// server's (independent steps then cost one round trip instead of one
+// each), else one after the other. Each does nothing when its limit is
+// off.
+func (g *Guard) together(fs ...func()) {
+	if !g.shared {
+		for _, f := range fs {
+			f()
 		}
-	}
-}
-
-// fail counts one failure; from the threshold-th on, each blocks for delay,
-// doubled per further failure, capped at maxDelay. A threshold of 0 only
-// counts.
-func (f *failures) fail(now time.Time, threshold int, delay, maxDelay time.Duration) {
-	f.count++
-	if threshold <= 0 || f.count < threshold {
 		return
 	}
-	d := delay
-	for i := threshold; i < f.count && d < maxDelay; i++ {
+	var wg sync.WaitGroup
+	for _, f := range fs[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f()
+		}()
+	}
+	fs[0]()
+	wg.Wait()
+}
+
+// ttl is how long failures and proofs are remembered after the last one.
+func (g *Guard) ttl() time.Duration { return 2 * g.cfg.MaxDelay }
+
+// delay is the refusal period after the n-th failure, from the
+// threshold-th on: Delay, doubled per further failure, up to MaxDelay.
+func (g *Guard) delay(n int64, threshold int) time.Duration {
+	d := g.cfg.Delay
+	for i := int64(threshold); i < n && d < g.cfg.MaxDelay; i++ {
 		d *= 2
 	}
-	d = min(d, maxDelay)
-	if until := now.Add(d); until.After(f.blockedUntil) {
-		f.blockedUntil = until
+	return min(d, g.cfg.MaxDelay)
+}
+
+// newAttempt names one login attempt among those in progress.
+func newAttempt() string {
+	b := make([]byte, 12)
+	if _, err := rand.Read(b); err != nil {
+		panic("guard: no randomness: " + err.Error())
 	}
-}
-
-// take removes key's failures and returns how many there were.
-func (t *table[V]) take(key string, now time.Time) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.lookup(key, now)
-	if e == nil {
-		return 0
-	}
-	delete(t.items, key)
-	return any(e.v).(*failures).count
-}
-
-// forgive takes n failures back from key's count (a success of the account
-// that failed them); below the threshold again, the key is no longer
-// refused.
-func (t *table[V]) forgive(key string, now time.Time, n, threshold int) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.lookup(key, now)
-	if e == nil || n <= 0 {
-		return
-	}
-	f := any(e.v).(*failures)
-	f.count = max(0, f.count-n)
-	if f.count < threshold {
-		f.blockedUntil = time.Time{}
-	}
-}
-
-// table is a map with per-entry expiry and a cap on its size. When full it
-// drops expired entries, then the least recently seen of a sample: old
-// entries go first, and no input can make it grow without bound.
-type table[V any] struct {
-	mu    sync.Mutex
-	max   int
-	items map[string]*entry[V]
-}
-
-type entry[V any] struct {
-	v       V
-	expires time.Time
-}
-
-func newTable[V any](max int) *table[V] {
-	return &table[V]{max: max, items: map[string]*entry[V]{}}
-}
-
-// get returns key's value, creating it if missing, and extends its life to
-// now+ttl.
-func (t *table[V]) get(key string, now time.Time, ttl time.Duration, create func() V) V {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.lookup(key, now)
-	if e == nil {
-		e = t.insert(key, create(), now)
-	}
-	e.expires = now.Add(ttl)
-	return e.v
-}
-
-// peek returns key's value without creating or extending it.
-func (t *table[V]) peek(key string, now time.Time) (V, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if e := t.lookup(key, now); e != nil {
-		return e.v, true
-	}
-	var zero V
-	return zero, false
-}
-
-// update runs f on key's value (created if missing) under the table's lock.
-func (t *table[V]) update(key string, now time.Time, ttl time.Duration, create func() V, f func(V)) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	e := t.lookup(key, now)
-	if e == nil {
-		e = t.insert(key, create(), now)
-	}
-	f(e.v)
-	e.expires = now.Add(ttl)
-}
-
-func (t *table[V]) remove(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	delete(t.items, key)
-}
-
-func (t *table[V]) len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.items)
-}
-
-// lookup returns the live entry for key, dropping an expired one.
-func (t *table[V]) lookup(key string, now time.Time) *entry[V] {
-	e, ok := t.items[key]
-	if !ok {
-		return nil
-	}
-	if !now.Before(e.expires) {
-		delete(t.items, key)
-		return nil
-	}
-	return e
-}
-
-func (t *table[V]) insert(key string, v V, now time.Time) *entry[V] {
-	if len(t.items) >= t.max {
-		t.makeRoom(now)
-	}
-	e := &entry[V]{v: v}
-	t.items[key] = e
-	return e
-}
-
-// makeRoom sweeps expired entries (at most a few thousand per call, so one
-// insert never stalls the others for long); if none was found, it evicts the
-// entry that expires first among a random sample (Go's map order).
-func (t *table[V]) makeRoom(now time.Time) {
-	const sweep, sample = 4096, 32
-	freed, seen := 0, 0
-	var oldestKey string
-	var oldest time.Time
-	for k, e := range t.items {
-		if !now.Before(e.expires) {
-			delete(t.items, k)
-			freed++
-		} else if seen < sample && (oldestKey == "" || e.expires.Before(oldest)) {
-			oldestKey, oldest = k, e.expires
-		}
-		seen++
-		if seen >= sweep {
-			break
-		}
-	}
-	if freed == 0 && oldestKey != "" {
-		delete(t.items, oldestKey)
-	}
+	return hex.EncodeToString(b)
 }
 
 // roundUp formats d for people: whole seconds, rounded up.

@@ -11,6 +11,8 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 )
 
 type clock struct {
@@ -27,40 +29,70 @@ func (c *clock) add(d time.Duration) {
 
 func newClock() *clock { return &clock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)} }
 
-func TestRateLimit(t *testing.T) {
-	c := newClock()
-	g := New(Config{RatePerMinute: 60, Burst: 3, Now: c.now})
-	for i := range 3 {
-		if err := g.AllowCall("Bob@x"); err != nil {
-			t.Fatalf("call %d within the burst refused: %v", i, err)
-		}
-	}
-	err := g.AllowCall("bob@x") // same user, other case
-	if mailerr.KindOf(err) != mailerr.RateLimited || !strings.Contains(mailerr.Message(err), "retry in 1s") {
-		t.Fatalf("4th call: %v, want rate limited with retry in 1s", err)
-	}
-	if err := g.AllowCall("alice@x"); err != nil {
-		t.Fatalf("another user is limited too: %v", err)
-	}
-	c.add(time.Second)
-	if err := g.AllowCall("bob@x"); err != nil {
-		t.Fatalf("after a second one token is back: %v", err)
-	}
-	if err := g.AllowCall("bob@x"); err == nil {
-		t.Fatal("only one token came back, two calls passed")
-	}
-	// Off: never refuses.
-	off := New(Config{Now: c.now})
-	for range 1000 {
-		if err := off.AllowCall("bob@x"); err != nil {
+var bg = context.Background()
+
+// eachStore runs f with a memory of each store: this process's own, and
+// Redis (a redis-server of its own), both on clock c. Redis keeps its own
+// time for what expires, so these tests move c only past back-off
+// deadlines (which the guard compares with its clock), never to make
+// counts expire: what must start afresh uses another address or account.
+func eachStore(t *testing.T, f func(t *testing.T, c *clock, mem memory.Store)) {
+	t.Run("local", func(t *testing.T) {
+		c := newClock()
+		f(t, c, memory.NewLocal(c.now))
+	})
+	t.Run("redis", func(t *testing.T) {
+		srv := mailtest.StartRedis(t, mailtest.RedisOptions{})
+		c := newClock()
+		key := make([]byte, 32)
+		copy(key, t.Name())
+		r, err := memory.NewRedis(memory.RedisOptions{URL: srv.URL(0), Key: key, Now: c.now, Timeout: 2 * time.Second})
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
+		t.Cleanup(func() { r.Close() })
+		f(t, c, r)
+	})
+}
+
+func TestRateLimit(t *testing.T) {
+	eachStore(t, func(t *testing.T, c *clock, mem memory.Store) {
+		g := New(Config{RatePerMinute: 60, Burst: 3, Now: c.now, Memory: mem})
+		for i := range 3 {
+			if err := g.AllowCall(bg, "Bob@x"); err != nil {
+				t.Fatalf("call %d within the burst refused: %v", i, err)
+			}
+		}
+		err := g.AllowCall(bg, "bob@x") // same user, other case
+		if mailerr.KindOf(err) != mailerr.RateLimited || !strings.Contains(mailerr.Message(err), "retry in 1s") {
+			t.Fatalf("4th call: %v, want rate limited with retry in 1s", err)
+		}
+		if err := g.AllowCall(bg, "alice@x"); err != nil {
+			t.Fatalf("another user is limited too: %v", err)
+		}
+		c.add(time.Second)
+		if _, ok := mem.(*memory.Redis); ok {
+			time.Sleep(time.Second) // Redis refills by its own clock
+		}
+		if err := g.AllowCall(bg, "bob@x"); err != nil {
+			t.Fatalf("after a second one token is back: %v", err)
+		}
+		if err := g.AllowCall(bg, "bob@x"); err == nil {
+			t.Fatal("only one token came back, two calls passed")
+		}
+		// Off: never refuses.
+		off := New(Config{Now: c.now, Memory: mem})
+		for range 100 {
+			if err := off.AllowCall(bg, "bob@x"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
 	var nilGuard *Guard
-	if l, err := nilGuard.BeginLogin(context.Background(), credentials.New("x", "pw")); nilGuard.AllowCall("x") != nil || err != nil {
+	if l, err := nilGuard.BeginLogin(bg, credentials.New("x", "pw")); nilGuard.AllowCall(bg, "x") != nil || err != nil {
 		t.Fatal("nil guard refused")
 	} else {
-		l.Refused() // a nil Login is fine too
+		l.Refused(bg) // a nil Login is fine too
 	}
 }
 
@@ -81,7 +113,7 @@ func try(g *Guard, ctx context.Context, user string) error {
 
 func tryCreds(g *Guard, ctx context.Context, creds credentials.Credentials) error {
 	l, err := g.BeginLogin(ctx, creds)
-	l.Abandoned()
+	l.Abandoned(bg)
 	return err
 }
 
@@ -92,7 +124,7 @@ func failLogin(t *testing.T, g *Guard, ctx context.Context, user string) {
 	if err != nil {
 		t.Fatalf("login for %s refused before it was tried: %v", user, err)
 	}
-	l.Refused()
+	l.Refused(bg)
 }
 
 // succeed is a login with creds that the server accepted.
@@ -102,14 +134,15 @@ func succeed(t *testing.T, g *Guard, ctx context.Context, creds credentials.Cred
 	if err != nil {
 		t.Fatalf("login for %s refused before it was tried: %v", creds.User, err)
 	}
-	l.Succeeded()
+	l.Succeeded(bg)
 }
 
 func addr(a string) context.Context { return WithClientAddr(context.Background(), a) }
 
-func TestLoginBackoff(t *testing.T) {
-	c := newClock()
-	g := New(Config{FailuresPerUser: 3, FailuresPerAddress: 10, Delay: 10 * time.Second, MaxDelay: 40 * time.Second, Now: c.now})
+func TestLoginBackoff(t *testing.T) { eachStore(t, testLoginBackoff) }
+
+func testLoginBackoff(t *testing.T, c *clock, mem memory.Store) {
+	g := New(Config{FailuresPerUser: 3, FailuresPerAddress: 10, Delay: 10 * time.Second, MaxDelay: 40 * time.Second, Now: c.now, Memory: mem})
 	ctx := addr("192.0.2.1")
 	for range 2 {
 		failLogin(t, g, ctx, "bob")
@@ -154,11 +187,11 @@ func TestLoginBackoff(t *testing.T) {
 	}
 
 	// Per address: 10 failures over 10 users block the address for all.
-	c.add(time.Hour)
+	office := addr("192.0.2.100")
 	for i := range 10 {
-		failLogin(t, g, ctx, fmt.Sprintf("user%d", i))
+		failLogin(t, g, office, fmt.Sprintf("user%d", i))
 	}
-	if err := try(g, ctx, "fresh-user"); err == nil {
+	if err := try(g, office, "fresh-user"); err == nil {
 		t.Fatal("address back-off did not engage")
 	}
 	if err := try(g, addr("192.0.2.9"), "fresh-user"); err != nil {
@@ -166,7 +199,7 @@ func TestLoginBackoff(t *testing.T) {
 	}
 	// A success for one user does not reset the address.
 	succeed(t, g, addr("192.0.2.9"), credentials.New("user1", "right"))
-	if err := try(g, ctx, "fresh-user"); err == nil {
+	if err := try(g, office, "fresh-user"); err == nil {
 		t.Fatal("a success reset the address count")
 	}
 }
@@ -174,10 +207,11 @@ func TestLoginBackoff(t *testing.T) {
 // Guesses at an account from one address do not lock out its owner at
 // another; guesses spread over many addresses hit the account's own,
 // higher ceiling, which a credential that logged in recently passes.
-func TestGuessesDoNotLockOutTheOwner(t *testing.T) {
-	c := newClock()
+func TestGuessesDoNotLockOutTheOwner(t *testing.T) { eachStore(t, testGuessesDoNotLockOutTheOwner) }
+
+func testGuessesDoNotLockOutTheOwner(t *testing.T, c *clock, mem memory.Store) {
 	g := New(Config{FailuresPerUser: 5, FailuresPerAccount: 12, FailuresPerAddress: 20,
-		Delay: time.Minute, MaxDelay: 4 * time.Minute, Now: c.now})
+		Delay: time.Minute, MaxDelay: 4 * time.Minute, Now: c.now, Memory: mem})
 	owner := credentials.New("alice@x", "right")
 	succeed(t, g, addr("192.0.2.1"), owner) // proven
 
@@ -193,7 +227,7 @@ func TestGuessesDoNotLockOutTheOwner(t *testing.T) {
 			refused++
 			continue
 		}
-		l.Refused()
+		l.Refused(bg)
 	}
 	if refused != 15 {
 		t.Fatalf("%d of 20 guesses refused, want 15", refused)
@@ -235,7 +269,7 @@ func TestGuessesDoNotLockOutTheOwner(t *testing.T) {
 		held = append(held, l)
 	}
 	for _, l := range held {
-		l.Succeeded()
+		l.Succeeded(bg)
 	}
 
 	// The password changes: the first refusal ends the proof.
@@ -243,13 +277,18 @@ func TestGuessesDoNotLockOutTheOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.Refused()
+	l.Refused(bg)
 	if err := tryCreds(g, addr("192.0.2.1"), owner); err == nil {
 		t.Fatal("a password the server refused is still treated as proven")
 	}
+}
 
-	// A proof lasts 2×MaxDelay (8 min) after the last success.
-	c.add(time.Hour)
+// A proof lasts 2×MaxDelay (8 min) after the last success (this
+// process's memory: the test moves its clock past the proof's life).
+func TestProofLasts(t *testing.T) {
+	c := newClock()
+	g := New(Config{FailuresPerUser: 5, FailuresPerAccount: 12, FailuresPerAddress: 20,
+		Delay: time.Minute, MaxDelay: 4 * time.Minute, Now: c.now})
 	fresh := credentials.New("carol@x", "right")
 	succeed(t, g, addr("192.0.2.1"), fresh)
 	c.add(7*time.Minute + 30*time.Second)
@@ -265,55 +304,74 @@ func TestGuessesDoNotLockOutTheOwner(t *testing.T) {
 	}
 }
 
+// This process's memory is bounded: 10,000 users from 10,000 addresses
+// leave at most what MaxKeys allows of each kind.
 func TestBoundedMemory(t *testing.T) {
 	c := newClock()
+	mem := memory.NewLocal(c.now)
 	g := New(Config{RatePerMinute: 60, Burst: 5, FailuresPerUser: 3, FailuresPerAccount: 10, FailuresPerAddress: 3,
-		Delay: time.Second, MaxDelay: time.Minute, MaxKeys: 100, Now: c.now})
+		SignInPerAccount: 5, SignInPerAddress: 5, Delay: time.Second, MaxDelay: time.Minute, MaxKeys: 100, Now: c.now, Memory: mem})
 	for i := range 10_000 {
-		ctx := WithClientAddr(context.Background(), fmt.Sprintf("10.0.%d.%d", i/256, i%256))
+		ctx := WithClientAddr(bg, fmt.Sprintf("10.0.%d.%d", i/256, i%256))
 		if l, err := g.BeginLogin(ctx, guess(fmt.Sprintf("user%d", i))); err == nil {
 			if i%2 == 0 {
-				l.Refused()
+				l.Refused(bg)
 			} else {
-				l.Succeeded()
+				l.Succeeded(bg)
 			}
 		}
-		g.AllowCall(fmt.Sprintf("user%d", i))
+		g.AllowCall(bg, fmt.Sprintf("user%d", i))
+		g.AllowSignInFrom(ctx)
+		g.AllowSignInAs(ctx, fmt.Sprintf("user%d", i))
 	}
-	if n := g.Tracked(); n.Pairs > 100 || n.Accounts > 100 || n.Addresses > 100 || n.Proofs > 100 || n.Rates > 100 {
-		t.Fatalf("tracked %+v; cap is 100", n)
+	// Logins in progress are bounded too: past the bound a login is
+	// refused (busy), never one forgotten (it would let guesses through).
+	busy := 0
+	for i := range 250 {
+		if _, err := g.BeginLogin(WithClientAddr(bg, "192.0.2.1"), guess(fmt.Sprintf("slow%d", i))); mailerr.KindOf(err) == mailerr.Busy {
+			busy++
+		}
 	}
-	// Entries expire: after MaxDelay*2 the tables are swept on insert.
+	if busy < 50 {
+		t.Errorf("%d of 250 logins held in progress refused, want at least 50 (a bound of 200)", busy)
+	}
+	bounds := map[string]int{"guard.calls": 100, "guard.signin": 200, "guard.backoff": 400, "guard.pending": 200}
+	for name, most := range bounds {
+		if n := mem.Entries(name); n > most || n == 0 {
+			t.Errorf("%s holds %d entries; want some, at most %d", name, n, most)
+		}
+	}
+	// Entries expire: after MaxDelay*2 nothing of before is served.
 	c.add(3 * time.Minute)
-	failLogin(t, g, context.Background(), "late")
-	if n := g.Tracked(); n.Pairs > 100 || n.Accounts > 100 {
-		t.Fatalf("tracked %+v", n)
-	}
-	if _, ok := g.accounts.peek("user9999", c.now()); ok {
-		t.Fatal("an expired entry is still served")
+	if v, _ := g.counts.Get(bg, failuresOf("a:", "user9998")); v[0] != 0 {
+		t.Fatalf("an expired count is still served: %d", v[0])
 	}
 }
 
 func TestConcurrentUse(t *testing.T) {
-	g := New(Config{RatePerMinute: 6000, Burst: 10, FailuresPerUser: 3, FailuresPerAccount: 6, FailuresPerAddress: 3, MaxKeys: 50})
+	eachStore(t, func(t *testing.T, _ *clock, mem memory.Store) { testConcurrentUse(t, mem) })
+}
+
+func testConcurrentUse(t *testing.T, mem memory.Store) {
+	g := New(Config{RatePerMinute: 6000, Burst: 10, FailuresPerUser: 3, FailuresPerAccount: 6, FailuresPerAddress: 3, MaxKeys: 50, Memory: mem})
 	var wg sync.WaitGroup
 	for i := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx := WithClientAddr(context.Background(), fmt.Sprint("a", i))
-			for j := range 500 {
+			for j := range 100 {
 				u := fmt.Sprintf("u%d", (i*j)%70)
-				g.AllowCall(u)
+				g.AllowCall(bg, u)
 				creds := guess(u)
 				if j%3 == 0 {
 					creds = credentials.New(u, "right")
 				}
 				if l, err := g.BeginLogin(ctx, creds); err == nil {
 					if j%7 == 0 {
-						l.Succeeded()
+						l.Succeeded(bg)
 					} else {
-						l.Refused()
+						l.Refused(bg)
 					}
 				}
 			}
@@ -324,9 +382,10 @@ func TestConcurrentUse(t *testing.T) {
 
 // Concurrent guesses cannot pass the threshold before the first one fails:
 // attempts in progress count.
-func TestConcurrentAttemptsCount(t *testing.T) {
-	c := newClock()
-	g := New(Config{FailuresPerUser: 3, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now})
+func TestConcurrentAttemptsCount(t *testing.T) { eachStore(t, testConcurrentAttemptsCount) }
+
+func testConcurrentAttemptsCount(t *testing.T, c *clock, mem memory.Store) {
+	g := New(Config{FailuresPerUser: 3, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now, Memory: mem})
 	ctx := context.Background()
 	var held []*Login
 	for i := range 10 {
@@ -345,14 +404,14 @@ func TestConcurrentAttemptsCount(t *testing.T) {
 	if len(held) != 3 {
 		t.Fatalf("%d attempts admitted at once, want 3", len(held))
 	}
-	held[0].Abandoned() // a network failure frees its slot without counting
+	held[0].Abandoned(bg) // a network failure frees its slot without counting
 	l, err := g.BeginLogin(ctx, guess("bob"))
 	if err != nil {
 		t.Fatalf("slot not freed: %v", err)
 	}
 	for _, h := range append(held[1:], l) {
-		h.Refused()
-		h.Refused() // a second call does nothing
+		h.Refused(bg)
+		h.Refused(bg) // a second call does nothing
 	}
 	if err := try(g, ctx, "bob"); err == nil || !strings.Contains(mailerr.Message(err), "for 1m0s") {
 		t.Fatalf("after 3 refusals: %v", err)
@@ -366,7 +425,7 @@ func TestConcurrentAttemptsCount(t *testing.T) {
 	if _, err := g.BeginLogin(ctx, guess("bob")); err == nil {
 		t.Fatal("two probes at once after the back-off")
 	}
-	p1.Succeeded()
+	p1.Succeeded(bg)
 	if err := try(g, ctx, "bob"); err != nil {
 		t.Fatalf("after a success: %v", err)
 	}
@@ -376,8 +435,11 @@ func TestConcurrentAttemptsCount(t *testing.T) {
 // every SMTP send does: attempts in progress do not count against the
 // address, only failures do.
 func TestAddressCountsFailuresNotConcurrency(t *testing.T) {
-	c := newClock()
-	g := New(Config{FailuresPerUser: 5, FailuresPerAddress: 3, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now})
+	eachStore(t, testAddressCountsFailuresNotConcurrency)
+}
+
+func testAddressCountsFailuresNotConcurrency(t *testing.T, c *clock, mem memory.Store) {
+	g := New(Config{FailuresPerUser: 5, FailuresPerAddress: 3, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now, Memory: mem})
 	ctx := WithClientAddr(context.Background(), "192.0.2.7")
 	var held []*Login
 	for i := range 100 {
@@ -388,14 +450,14 @@ func TestAddressCountsFailuresNotConcurrency(t *testing.T) {
 		held = append(held, l)
 	}
 	for _, l := range held[:3] {
-		l.Refused()
+		l.Refused(bg)
 	}
 	if err := try(g, ctx, "user200"); err == nil || !strings.Contains(mailerr.Message(err), "for 1m0s") {
 		t.Fatalf("after 3 failures from the address: %v, want a 1m back-off", err)
 	}
 	// The attempts still in flight end normally.
 	for _, l := range held[3:] {
-		l.Succeeded()
+		l.Succeeded(bg)
 	}
 	if err := try(g, WithClientAddr(context.Background(), "192.0.2.8"), "user200"); err != nil {
 		t.Fatalf("another address is refused too: %v", err)
@@ -405,8 +467,11 @@ func TestAddressCountsFailuresNotConcurrency(t *testing.T) {
 // Concurrent guesses at one account from many addresses cannot slip past
 // the account's ceiling either: attempts in progress count there too.
 func TestConcurrentAttemptsCountPerAccount(t *testing.T) {
-	c := newClock()
-	g := New(Config{FailuresPerUser: 3, FailuresPerAccount: 8, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now})
+	eachStore(t, testConcurrentAttemptsCountPerAccount)
+}
+
+func testConcurrentAttemptsCountPerAccount(t *testing.T, c *clock, mem memory.Store) {
+	g := New(Config{FailuresPerUser: 3, FailuresPerAccount: 8, Delay: time.Minute, MaxDelay: time.Minute, Now: c.now, Memory: mem})
 	var held []*Login
 	for i := range 50 {
 		l, err := g.BeginLogin(addr(fmt.Sprintf("203.0.113.%d", i)), guess("bob"))
@@ -419,7 +484,7 @@ func TestConcurrentAttemptsCountPerAccount(t *testing.T) {
 		t.Fatalf("%d concurrent attempts from different addresses admitted, want 8", len(held))
 	}
 	for _, l := range held {
-		l.Refused()
+		l.Refused(bg)
 	}
 	if err := try(g, addr("203.0.113.99"), "bob"); err == nil || !strings.Contains(mailerr.Message(err), "for 1m0s") {
 		t.Fatalf("after 8 refusals: %v", err)
@@ -431,20 +496,22 @@ func TestConcurrentAttemptsCountPerAccount(t *testing.T) {
 // a login of theirs succeeds, so the other users behind that address (an
 // office, a proxy) are never locked out by it. Failures at other accounts,
 // and failures that no success followed, still add up.
-func TestAddressForgivesASuccess(t *testing.T) {
-	c := newClock()
+func TestAddressForgivesASuccess(t *testing.T) { eachStore(t, testAddressForgivesASuccess) }
+
+func testAddressForgivesASuccess(t *testing.T, c *clock, mem memory.Store) {
 	g := New(Config{FailuresPerUser: 5, FailuresPerAccount: 50, FailuresPerAddress: 20,
-		Delay: time.Minute, MaxDelay: time.Minute, Now: c.now})
+		Delay: time.Minute, MaxDelay: time.Minute, Now: c.now, Memory: mem})
 	office := addr("192.0.2.50")
 	flapper := credentials.New("flap@x", "right")
-	refuse := func(creds credentials.Credentials) {
+	refuseAt := func(at context.Context, creds credentials.Credentials) {
 		t.Helper()
-		l, err := g.BeginLogin(office, creds)
+		l, err := g.BeginLogin(at, creds)
 		if err != nil {
 			t.Fatalf("%s refused before the server was asked: %v", creds.User, err)
 		}
-		l.Refused()
+		l.Refused(bg)
 	}
+	refuse := func(creds credentials.Credentials) { t.Helper(); refuseAt(office, creds) }
 	// 40 refusals of the right password (the server flaps), each pair of
 	// them followed by a success: twice the address's threshold in all.
 	for range 20 {
@@ -487,42 +554,85 @@ func TestAddressForgivesASuccess(t *testing.T) {
 		t.Fatal("a success of one account forgave the address's failures at others")
 	}
 
-	// A block lifts once the failures that made it are forgiven: the
-	// flapping user mistypes 3 times, 17 guesses at other accounts make 20,
-	// and the user's proven password then logs in through the back-off.
-	c.add(2 * time.Minute) // the block and every entry expire
-	succeed(t, g, office, flapper)
+	// A block lifts once the failures that made it are forgiven: a
+	// flapping user (of an address and an account of their own: nothing
+	// of the above counts) mistypes 3 times, 17 guesses at other accounts
+	// make 20, and the user's proven password then logs in through the
+	// back-off.
+	office2, flapper2 := addr("192.0.2.51"), credentials.New("flap2@x", "right")
+	succeed(t, g, office2, flapper2)
 	for range 3 {
-		refuse(credentials.New("flap@x", "typo"))
+		refuseAt(office2, credentials.New("flap2@x", "typo"))
 	}
 	for i := range 17 {
-		failLogin(t, g, office, fmt.Sprintf("spray%d@z", i))
+		failLogin(t, g, office2, fmt.Sprintf("spray%d@z", i))
 	}
-	if err := try(g, office, "colleague@x"); err == nil {
+	if err := try(g, office2, "colleague@x"); err == nil {
 		t.Fatal("20 failures did not engage the address's back-off")
 	}
-	succeed(t, g, office, flapper)
-	if err := try(g, office, "colleague@x"); err != nil {
+	succeed(t, g, office2, flapper2)
+	if err := try(g, office2, "colleague@x"); err != nil {
 		t.Fatalf("the block stays after the failures that made it were forgiven: %v", err)
 	}
 	// The server's refusals of the right password end its proof, so during
 	// a block the user waits like everyone else; once the block ends their
 	// success takes the failures back, and the address is not refused
 	// again at the next failure.
-	c.add(2 * time.Minute)
+	office3, flapper3 := addr("192.0.2.52"), credentials.New("flap3@x", "right")
+	succeed(t, g, office3, flapper3)
 	for range 3 {
-		refuse(flapper)
+		refuseAt(office3, flapper3)
 	}
 	for i := range 17 {
-		failLogin(t, g, office, fmt.Sprintf("spray%d@w", i))
+		failLogin(t, g, office3, fmt.Sprintf("spray%d@w", i))
 	}
-	if err := tryCreds(g, office, flapper); err == nil {
+	if err := tryCreds(g, office3, flapper3); err == nil {
 		t.Fatal("20 failures did not engage the address's back-off")
 	}
 	c.add(time.Minute)
-	succeed(t, g, office, flapper)
-	failLogin(t, g, office, "one-more@w")
-	if err := try(g, office, "colleague@x"); err != nil {
+	succeed(t, g, office3, flapper3)
+	failLogin(t, g, office3, "one-more@w")
+	if err := try(g, office3, "colleague@x"); err != nil {
 		t.Fatalf("after the block, a forgiven user's failures still count: %v", err)
+	}
+}
+
+// Two guards on one Redis with one Secret (two replicas) are one back-off:
+// failures at either count for both, and a credential proven at one is
+// proven at the other, so the owner passes an account's ceiling that
+// guesses spread over both replicas reached.
+func TestTwoGuardsOneMemory(t *testing.T) {
+	srv := mailtest.StartRedis(t, mailtest.RedisOptions{})
+	c := newClock()
+	store := func(key string) memory.Store {
+		r, err := memory.NewRedis(memory.RedisOptions{URL: srv.URL(0), Key: []byte(key), Now: c.now, Timeout: 2 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	const key = "one ENCRYPTION_KEY, 32 bytes ..."
+	cfg := func(mem memory.Store, secret string) *Guard {
+		return New(Config{FailuresPerUser: 5, FailuresPerAccount: 6, FailuresPerAddress: 100, Delay: time.Minute, MaxDelay: time.Minute,
+			Now: c.now, Memory: mem, Secret: []byte(secret)})
+	}
+	a, b := cfg(store(key), "proofs"), cfg(store(key), "proofs")
+	owner := credentials.New("owner@x", "right")
+	succeed(t, a, addr("192.0.2.1"), owner)
+	for i := range 6 {
+		failLogin(t, []*Guard{a, b}[i%2], addr(fmt.Sprintf("203.0.113.%d", i)), "owner@x")
+	}
+	for _, g := range []*Guard{a, b} {
+		if err := try(g, addr("203.0.113.99"), "owner@x"); err == nil || !strings.Contains(mailerr.Message(err), "too many failed logins") {
+			t.Fatalf("6 failures over two replicas: %v, want the account's back-off on both", err)
+		}
+	}
+	if err := tryCreds(b, addr("192.0.2.2"), owner); err != nil {
+		t.Fatalf("a password proven at A, at B: %v", err)
+	}
+	// A replica with another Secret does not know the proof.
+	if err := tryCreds(cfg(store(key), "other"), addr("192.0.2.2"), owner); err == nil {
+		t.Fatal("a proof named under another secret passed the ceiling")
 	}
 }

@@ -196,11 +196,11 @@ func dialLogin(ctx context.Context, cfg Config, creds credentials.Credentials, t
 	conn, err := dialAndLogin(ctx, cfg, creds, tune, o)
 	switch {
 	case err == nil:
-		attempt.Succeeded()
+		attempt.Succeeded(ctx)
 	case refusedLogin(err):
-		attempt.Refused()
+		attempt.Refused(ctx)
 	default:
-		attempt.Abandoned()
+		attempt.Abandoned(ctx)
 	}
 	return conn, err
 }

@@ -2,6 +2,9 @@ package memory
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +35,39 @@ func NewLocal(now func() time.Time) *Local {
 
 func (l *Local) Status() Status { return Status{Up: true} }
 func (l *Local) Close() error   { return nil }
+
+// Entries is how many entries the memories named name hold (expired ones
+// not yet forgotten included): what their Bounds cap.
+func (l *Local) Entries(name string) int {
+	l.mu.Lock()
+	var ms []interface{ entries() int }
+	for k, m := range l.memories {
+		if _, n, _ := strings.Cut(k, ":"); n == name {
+			ms = append(ms, m.(interface{ entries() int }))
+		}
+	}
+	l.mu.Unlock()
+	n := 0
+	for _, m := range ms {
+		n += m.entries()
+	}
+	return n
+}
+
+func (s *scoped) entries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.total
+}
+
+func (c *localCounter) entries() int { return c.t.len() }
+func (b *localBucket) entries() int  { return b.t.len() }
+
+func (t *table[V]) len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.items)
+}
 
 // named returns the memory of kind and name, made by mk the first time.
 func named[T any](l *Local, kind, name string, mk func() T) T {
@@ -158,7 +194,7 @@ func (o *localOnce) Use(_ context.Context, scope, id string, exp time.Time) (boo
 	if o.perScope > 0 && len(o.scopes[scope]) >= o.perScope {
 		soonest := o.sweepScope(scope, now)
 		if len(o.scopes[scope]) >= o.perScope {
-			return false, &FullError{RetryAfter: retryAt(soonest, now)}
+			return false, &FullError{RetryAfter: retryAt(soonest, now), Scope: true}
 		}
 	}
 	if err := o.room(now); err != nil {
@@ -357,95 +393,107 @@ func (s *localSlots) Count(_ context.Context, scope string) (int, error) {
 
 func (l *Local) Generations(name string, b Bounds) Generations {
 	return named(l, "generations", name, func() *localGenerations {
-		return &localGenerations{now: l.now, b: b, families: map[string]*family{}, groups: map[string][]string{}}
+		return &localGenerations{now: l.now, b: b, id: newID(), families: map[string]*family{},
+			starts: map[string]time.Time{}, groups: map[string]*group{}}
 	})
 }
 
-// family states
-const (
-	live    = 0
-	revoked = 1
-	evicted = 2
-)
-
 type family struct {
 	next    uint32
-	state   int
+	revoked bool
 	group   string
 	expires time.Time
 }
 
+// group is what one group holds: its families, least recently refreshed
+// first, and its starts that may still count.
+type group struct {
+	families []string
+	starts   []start
+}
+
+type start struct {
+	family  string
+	expires time.Time
+}
+
+func (g *group) held() int { return len(g.families) + len(g.starts) }
+
 type localGenerations struct {
 	now       func() time.Time
 	b         Bounds
+	id        string // this memory's identity: new with the process
 	mu        sync.Mutex
 	families  map[string]*family
-	groups    map[string][]string // group -> its live families, least recently refreshed first
+	starts    map[string]time.Time // family -> until when its start is remembered and counts
+	groups    map[string]*group
 	nextSweep time.Time
 	soonest   time.Time
 }
 
-func (g *localGenerations) Start(_ context.Context, group, fam string, exp time.Time, limit int) (int, error) {
+func (g *localGenerations) Start(_ context.Context, grp, fam string, startExp, exp time.Time, limit int) (Started, error) {
 	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if f := g.lookup(fam, now); f != nil {
-		return 0, nil
+	f := g.lookup(fam, now)
+	if e, ok := g.starts[fam]; f != nil || ok && now.Before(e) {
+		if f != nil {
+			f.revoked = true
+		}
+		return Started{ID: g.id, Replayed: true}, nil
 	}
-	if err := g.room(now); err != nil {
-		return 0, err
+	n := 1 // the family, and its start while that counts
+	if now.Before(startExp) {
+		n = 2
 	}
-	return g.add(group, fam, 0, exp, limit, now), nil
+	ended, err := g.makeRoom(grp, n, limit, now)
+	if err != nil {
+		return Started{ID: g.id}, err
+	}
+	gr := g.groupOf(grp)
+	if now.Before(startExp) {
+		g.starts[fam] = startExp
+		gr.starts = append(gr.starts, start{fam, startExp})
+	}
+	g.families[fam] = &family{group: grp, expires: exp}
+	gr.families = append(gr.families, fam)
+	return Started{ID: g.id, Ended: ended}, nil
 }
 
-func (g *localGenerations) Advance(_ context.Context, group, fam string, gen uint32, exp time.Time, limit int) (Outcome, error) {
+func (g *localGenerations) Advance(_ context.Context, grp, fam string, gen uint32, id string, exp time.Time, limit int) (Step, error) {
 	now := g.now()
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f := g.lookup(fam, now)
 	if f == nil {
-		if err := g.room(now); err != nil {
-			return 0, err
+		if id == g.id {
+			return Step{Evicted, g.id}, nil
 		}
-		g.add(group, fam, gen+1, exp, limit, now)
-		return Adopted, nil
+		if _, err := g.makeRoom(grp, 1, limit, now); err != nil {
+			return Step{ID: g.id}, err
+		}
+		g.families[fam] = &family{next: gen + 1, group: grp, expires: exp}
+		gr := g.groupOf(grp)
+		gr.families = append(gr.families, fam)
+		return Step{Adopted, g.id}, nil
 	}
 	switch {
-	case f.state == evicted:
-		return Evicted, nil
-	case f.state == revoked:
-		return Revoked, nil
+	case f.revoked:
+		return Step{Revoked, g.id}, nil
 	case gen < f.next:
-		g.end(fam, f, revoked)
-		return Reused, nil
-	case gen > f.next:
-		return Ahead, nil
+		f.revoked = true
+		return Step{Reused, g.id}, nil
+	}
+	out := Advanced
+	if gen > f.next {
+		out = Ahead
 	}
 	f.next = gen + 1
 	if exp.After(f.expires) {
 		f.expires = exp
 	}
 	g.touch(fam, f.group)
-	return Advanced, nil
-}
-
-func (g *localGenerations) Revoke(_ context.Context, group, fam string, exp time.Time) error {
-	now := g.now()
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	f := g.lookup(fam, now)
-	if f == nil {
-		if err := g.room(now); err != nil {
-			return err
-		}
-		f = &family{group: group, expires: exp}
-		g.families[fam] = f
-	}
-	g.end(fam, f, revoked)
-	if exp.After(f.expires) {
-		f.expires = exp
-	}
-	return nil
+	return Step{out, g.id}, nil
 }
 
 // lookup returns fam's live entry, forgetting an expired one.
@@ -455,60 +503,108 @@ func (g *localGenerations) lookup(fam string, now time.Time) *family {
 		return nil
 	}
 	if !now.Before(f.expires) {
-		g.drop(fam, f)
+		g.drop(fam)
 		return nil
 	}
 	return f
 }
 
-// add records a family, ending its group's least recently refreshed ones
-// beyond limit-1 (an expired one is only forgotten); it returns how many
-// it ended.
-func (g *localGenerations) add(group, fam string, next uint32, exp time.Time, limit int, now time.Time) int {
-	ended := 0
-	for limit > 0 && len(g.groups[group]) >= limit {
-		old := g.groups[group][0]
-		if g.lookup(old, now) == nil {
-			continue // expired: lookup dropped it
-		}
-		g.end(old, g.families[old], evicted)
-		ended++
+func (g *localGenerations) groupOf(name string) *group {
+	gr := g.groups[name]
+	if gr == nil {
+		gr = &group{}
+		g.groups[name] = gr
 	}
-	g.families[fam] = &family{next: next, group: group, expires: exp}
-	g.groups[group] = append(g.groups[group], fam)
-	return ended
+	return gr
 }
 
-// end marks f ended (revoked or evicted) and takes it out of its group:
-// it is remembered, and refused, until it expires.
-func (g *localGenerations) end(fam string, f *family, state int) {
-	f.state = state
-	g.leave(fam, f.group)
+// makeRoom makes room for n new entries of group grp: its expired starts
+// go, then its least recently refreshed families end (dropped: a token
+// naming this memory then finds them Evicted), and the whole memory must
+// have room for what remains. It returns how many families it ended; on
+// an error nothing has ended.
+func (g *localGenerations) makeRoom(grp string, n, limit int, now time.Time) (int, error) {
+	over := func() (int, error) {
+		gr := g.groups[grp]
+		if gr == nil || limit <= 0 {
+			return 0, nil
+		}
+		g.dropExpiredStarts(gr, now)
+		k := gr.held() + n - limit
+		if k <= 0 {
+			return 0, nil
+		}
+		if k > len(gr.families) {
+			// Its starts alone fill its share: wait for the oldest.
+			var oldest time.Time
+			for _, st := range gr.starts {
+				if oldest.IsZero() || st.expires.Before(oldest) {
+					oldest = st.expires
+				}
+			}
+			return 0, &FullError{RetryAfter: retryAt(oldest, now), Scope: true}
+		}
+		return k, nil
+	}
+	k, err := over()
+	if err != nil {
+		return 0, err
+	}
+	if err := g.room(n-k, now); err != nil {
+		return 0, err
+	}
+	k, _ = over() // the sweep in room may have made room in the group
+	ended := 0
+	for range k {
+		old := g.groups[grp].families[0]
+		if g.lookup(old, now) != nil {
+			g.drop(old)
+			ended++
+		}
+	}
+	return ended, nil
 }
 
-func (g *localGenerations) drop(fam string, f *family) {
+// dropExpiredStarts forgets gr's starts that no longer count.
+func (g *localGenerations) dropExpiredStarts(gr *group, now time.Time) {
+	kept := gr.starts[:0]
+	for _, st := range gr.starts {
+		switch {
+		case now.Before(st.expires):
+			kept = append(kept, st)
+		case g.starts[st.family].Equal(st.expires): // not started again since
+			delete(g.starts, st.family)
+		}
+	}
+	clear(gr.starts[len(kept):])
+	gr.starts = kept
+}
+
+// drop forgets family fam: it has expired, or it ends.
+func (g *localGenerations) drop(fam string) {
+	f, ok := g.families[fam]
+	if !ok {
+		return
+	}
 	delete(g.families, fam)
-	g.leave(fam, f.group)
-}
-
-func (g *localGenerations) leave(fam, group string) {
-	fams := g.groups[group]
-	for i, x := range fams {
+	gr := g.groups[f.group]
+	if gr == nil {
+		return
+	}
+	for i, x := range gr.families {
 		if x == fam {
-			fams = append(fams[:i], fams[i+1:]...)
+			gr.families = append(gr.families[:i], gr.families[i+1:]...)
 			break
 		}
 	}
-	if len(fams) == 0 {
-		delete(g.groups, group)
-	} else {
-		g.groups[group] = fams
+	if gr.held() == 0 {
+		delete(g.groups, f.group)
 	}
 }
 
 // touch moves fam to the end of its group (most recently refreshed).
-func (g *localGenerations) touch(fam, group string) {
-	fams := g.groups[group]
+func (g *localGenerations) touch(fam, grp string) {
+	fams := g.groups[grp].families
 	for i, f := range fams {
 		if f == fam {
 			copy(fams[i:], fams[i+1:])
@@ -518,28 +614,60 @@ func (g *localGenerations) touch(fam, group string) {
 	}
 }
 
-// room makes space for one entry by forgetting expired ones (a full sweep
-// at most once a second, so that refused requests cannot make every call
-// sweep); it never forgets a live one.
-func (g *localGenerations) room(now time.Time) error {
-	if len(g.families) < g.b.max() {
+// size is what the memory holds: families and starts. Its caller holds
+// mu.
+func (g *localGenerations) size() int { return len(g.families) + len(g.starts) }
+
+func (g *localGenerations) entries() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.size()
+}
+
+// room makes space for n entries by forgetting expired ones (a full
+// sweep, at most once a second, so that refused requests cannot make
+// every call sweep); it never forgets a live one.
+func (g *localGenerations) room(n int, now time.Time) error {
+	if g.size()+n <= g.b.max() {
 		return nil
 	}
 	if !now.Before(g.nextSweep) {
 		g.nextSweep = now.Add(time.Second)
 		g.soonest = time.Time{}
-		for id, f := range g.families {
-			if !now.Before(f.expires) {
-				g.drop(id, f)
-			} else if g.soonest.IsZero() || f.expires.Before(g.soonest) {
-				g.soonest = f.expires
+		soon := func(t time.Time) {
+			if g.soonest.IsZero() || t.Before(g.soonest) {
+				g.soonest = t
 			}
 		}
-		if len(g.families) < g.b.max() {
+		for id, f := range g.families {
+			if !now.Before(f.expires) {
+				g.drop(id)
+			} else {
+				soon(f.expires)
+			}
+		}
+		for name, gr := range g.groups {
+			if g.dropExpiredStarts(gr, now); gr.held() == 0 {
+				delete(g.groups, name)
+			}
+			for _, st := range gr.starts {
+				soon(st.expires)
+			}
+		}
+		if g.size()+n <= g.b.max() {
 			return nil
 		}
 	}
 	return &FullError{RetryAfter: retryAt(g.soonest, now)}
+}
+
+// newID is a memory's identity: 64 random bits, hex.
+func newID() string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic("memory: no randomness: " + err.Error())
+	}
+	return hex.EncodeToString(b)
 }
 
 // --- the table of Counter and Bucket -------------------------------------------------------

@@ -95,28 +95,37 @@ type Slots interface {
 // Outcome is what Generations.Advance found and did.
 type Outcome int
 
-// Outcomes of Generations.Advance. Only Advanced and Adopted accept the
-// refresh.
+// Outcomes of Generations.Advance. Advanced, Adopted and Ahead accept the
+// refresh (Accepted); the others refuse it and change nothing but what
+// they say.
 const (
 	// Advanced: gen was the next generation; the next is now gen+1.
 	Advanced Outcome = iota + 1
-	// Adopted: the family was unknown (its memory expired, or it was
-	// started where this memory does not reach); it is recorded now
-	// with gen+1 as the next generation.
+	// Adopted: the family was unknown and its token names another
+	// memory (its family was started where this memory does not reach,
+	// or before it lost what it held); it is recorded now with gen+1 as
+	// the next generation.
 	Adopted
 	// Reused: gen is older than the next generation: a used token came
 	// back. The family is revoked now.
 	Reused
-	// Revoked: the family was revoked before (a reuse, or its code
-	// redeemed twice); nothing changes.
+	// Revoked: the family was revoked before (a reuse, or its start
+	// replayed); nothing changes.
 	Revoked
-	// Evicted: the family was ended to make room for a newer sign-in of
-	// its group; nothing changes.
+	// Evicted: the token names this memory, which no longer holds its
+	// family: it was ended here to make room for a newer sign-in of its
+	// group.
 	Evicted
-	// Ahead: gen is newer than the next generation this memory holds,
-	// which only a lost write explains; nothing changes.
+	// Ahead: gen is newer than the next generation this memory holds:
+	// another replica's refreshes where replicas do not share the
+	// memory, or a write a shared one lost. Generations only grow and a
+	// token cannot be forged, so it is a newer token: the next is now
+	// gen+1.
 	Ahead
 )
+
+// Accepted says whether the refresh may go on.
+func (o Outcome) Accepted() bool { return o == Advanced || o == Adopted || o == Ahead }
 
 func (o Outcome) String() string {
 	switch o {
@@ -136,26 +145,60 @@ func (o Outcome) String() string {
 	return fmt.Sprintf("Outcome(%d)", int(o))
 }
 
+// Started is what Generations.Start did.
+type Started struct {
+	// ID is the memory's identity, for the family's tokens to name.
+	ID string
+	// Replayed: the family had been started before (its start came back,
+	// as a code redeemed twice): nothing started, and the family, if the
+	// memory still holds it, is revoked now.
+	Replayed bool
+	// Ended is how many of the group's families were ended to make room.
+	Ended int
+}
+
+// Step is what Generations.Advance found and did.
+type Step struct {
+	Outcome Outcome
+	// ID is the memory's identity, for the next token to name.
+	ID string
+}
+
 // Generations remembers, for each family of refresh tokens (the tokens
 // that descend from one sign-in), the generation its next refresh must
-// present, and whether the family was ended. Families belong to a group
-// (an account) that holds at most limit live ones: a new one ends the
-// group's least recently refreshed. Every method is one atomic step, so
-// two replicas refreshing the same family at once accept only one.
+// present, and whether the family was revoked. Every method is one
+// atomic step, so two replicas refreshing one family at once accept only
+// one.
+//
+// Families belong to a group (an account), which holds at most limit
+// entries: its families and its recent starts (each counting until its
+// startExp: the lifetime of the code that started it). A new family ends
+// the group's least recently refreshed ones to make room; when the
+// group's starts alone fill it, the new family is refused with a
+// *FullError of the scope until the oldest start expires. So one group
+// never holds more than limit, however fast it signs in.
+//
+// An ended family takes no room at all. The memory has an ID, a new one
+// whenever it begins empty (a new process's Local store, a Redis that
+// lost its data), which Start and Advance return for the family's tokens
+// to carry. A token that names this memory's ID, of a family it no longer
+// holds, was ended here (Evicted); one that names another ID is adopted.
+// A flushed Redis thus forgets who was ended (each such sign-in comes
+// back once) rather than ending every sign-in.
 type Generations interface {
-	// Start records a new family of group, its next generation 0, alive
-	// until exp, ending the group's oldest families beyond limit-1 (they
-	// are refused as Evicted until they expire). It returns how many it
-	// ended.
-	Start(ctx context.Context, group, family string, exp time.Time, limit int) (ended int, err error)
+	// Start records family, new, in group: its next generation 0, alive
+	// until exp; its start counts in the group until startExp. A family
+	// starts once: a second Start of it, while the memory holds it or its
+	// start, is a replay (Started.Replayed). A caller that derives family
+	// from the one-time thing that starts it (a code) thus learns of the
+	// thing's reuse, and ends what it started.
+	Start(ctx context.Context, group, family string, startExp, exp time.Time, limit int) (Started, error)
 	// Advance checks that gen is family's next generation and makes the
-	// next one gen+1, the family then alive until exp at least. An
-	// unknown family is adopted as if started with gen (making room in
-	// its group as Start does).
-	Advance(ctx context.Context, group, family string, gen uint32, exp time.Time, limit int) (Outcome, error)
-	// Revoke ends family: it is refused as Revoked until exp at least.
-	// An unknown family is recorded as revoked.
-	Revoke(ctx context.Context, group, family string, exp time.Time) error
+	// next one gen+1, the family then alive until exp at least. id is the
+	// memory ID the token names. An unknown family with another id is
+	// adopted as if started with gen (making room in its group as Start
+	// does).
+	Advance(ctx context.Context, group, family string, gen uint32, id string, exp time.Time, limit int) (Step, error)
 }
 
 // Bounds cap a Local memory (a Redis store ignores them: the server's
@@ -170,7 +213,7 @@ type Bounds struct {
 const DefaultMax = 100_000
 
 // Store makes named memories. A name ([a-z0-9.-], up to 32 characters)
-// says whose memory it is ("approval.used", "oauth.codes"): the same
+// says whose memory it is ("approval.used", "oauth.states"): the same
 // name on two replicas is the same memory when the store is shared.
 type Store interface {
 	Once(name string, b Bounds) Once
@@ -197,12 +240,22 @@ type Status struct {
 // decision it was asked for was not made.
 var ErrUnavailable = errors.New("the shared memory (Redis) is unavailable")
 
-// FullError says a Local memory is full of live entries: the decision is
-// refused rather than made by forgetting one.
-type FullError struct{ RetryAfter time.Duration }
+// FullError says a memory is full of live entries: the decision is
+// refused rather than made by forgetting one. Scope says it is one
+// scope's (or group's) share that is full, not the whole memory: a Local
+// memory's Bounds.PerScope, or a group of Generations whose starts fill
+// it (in either store).
+type FullError struct {
+	RetryAfter time.Duration
+	Scope      bool
+}
 
 func (e *FullError) Error() string {
-	return fmt.Sprintf("the gateway's memory for this is full; retry in %s", e.RetryAfter.Round(time.Second))
+	what := "the gateway's memory for this"
+	if e.Scope {
+		what = "this account's share of the gateway's memory for this"
+	}
+	return fmt.Sprintf("%s is full; retry in %s", what, e.RetryAfter.Round(time.Second))
 }
 
 // unavailableRetry is the Retry-After of an ErrUnavailable: the store
@@ -258,7 +311,7 @@ type Observer interface {
 var Ops = []string{
 	"once.use", "once.seen", "counter.add", "counter.raise", "counter.get", "counter.delete",
 	"bucket.take", "slots.take", "slots.release", "slots.count",
-	"generations.start", "generations.advance", "generations.revoke", "ping",
+	"generations.start", "generations.advance", "ping",
 }
 
 // Results are the results an Observer is told besides "ok".

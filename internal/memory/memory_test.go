@@ -406,21 +406,38 @@ func TestGenerations(t *testing.T) {
 	eachStore(t, func(t *testing.T, s memory.Store) {
 		g := s.Generations("test.gen", memory.Bounds{})
 		exp := time.Now().Add(time.Hour)
+		var id string // the memory's, as the tokens carry it
+		advanceAs := func(group, fam string, gen uint32, named string) memory.Outcome {
+			t.Helper()
+			st, err := g.Advance(ctx, group, fam, gen, named, exp, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.ID == "" || id != "" && st.ID != id {
+				t.Fatalf("the memory's id %q, before %q", st.ID, id)
+			}
+			id = st.ID
+			return st.Outcome
+		}
 		advance := func(group, fam string, gen uint32) memory.Outcome {
 			t.Helper()
-			o, err := g.Advance(ctx, group, fam, gen, exp, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return o
+			return advanceAs(group, fam, gen, id)
 		}
-		start := func(group, fam string, limit int) int {
+		startFor := func(group, fam string, startExp time.Time, limit int) memory.Started {
 			t.Helper()
-			n, err := g.Start(ctx, group, fam, exp, limit)
+			st, err := g.Start(ctx, group, fam, startExp, exp, limit)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return n
+			if st.ID == "" || id != "" && st.ID != id {
+				t.Fatalf("the memory's id %q, before %q", st.ID, id)
+			}
+			id = st.ID
+			return st
+		}
+		start := func(group, fam string, limit int) memory.Started {
+			t.Helper()
+			return startFor(group, fam, time.Time{}, limit) // a start that counts no more
 		}
 		want := func(got, want memory.Outcome) {
 			t.Helper()
@@ -442,43 +459,49 @@ func TestGenerations(t *testing.T) {
 			// the newest token of the family is refused too
 			want(advance("alice", "f2", 1), memory.Revoked)
 		})
-		t.Run("unknown_is_adopted", func(t *testing.T) {
-			want(advance("alice", "f3", 7), memory.Adopted)
+		t.Run("unknown_of_another_memory_is_adopted", func(t *testing.T) {
+			want(advanceAs("alice", "f3", 7, "another-memory"), memory.Adopted)
 			want(advance("alice", "f3", 8), memory.Advanced)
 			want(advance("alice", "f3", 7), memory.Reused)
 		})
-		t.Run("ahead_changes_nothing", func(t *testing.T) {
+		t.Run("unknown_of_this_memory_was_ended", func(t *testing.T) {
+			want(advance("alice", "never-held", 0), memory.Evicted)
+			want(advanceAs("alice", "never-held", 0, ""), memory.Adopted) // a token from before memory ids
+		})
+		t.Run("ahead_moves_on", func(t *testing.T) {
 			start("alice", "f4", 3)
 			want(advance("alice", "f4", 5), memory.Ahead)
-			want(advance("alice", "f4", 0), memory.Advanced)
+			want(advance("alice", "f4", 6), memory.Advanced)
+			want(advance("alice", "f4", 5), memory.Reused)
 		})
-		t.Run("revoke", func(t *testing.T) {
-			start("alice", "f5", 3)
-			if err := g.Revoke(ctx, "alice", "f5", exp); err != nil {
-				t.Fatal(err)
+		t.Run("a_replayed_start_revokes", func(t *testing.T) {
+			if st := start("alice", "f5", 3); st.Replayed {
+				t.Fatal("a first start replayed")
 			}
-			want(advance("alice", "f5", 0), memory.Revoked)
-			if err := g.Revoke(ctx, "alice", "never-started", exp); err != nil {
-				t.Fatal(err)
+			want(advance("alice", "f5", 0), memory.Advanced)
+			if st := start("alice", "f5", 3); !st.Replayed {
+				t.Fatal("a second start of a family not replayed")
 			}
-			want(advance("alice", "never-started", 0), memory.Revoked)
+			want(advance("alice", "f5", 1), memory.Revoked)
 		})
-		t.Run("start_twice_changes_nothing", func(t *testing.T) {
-			start("alice", "f6", 3)
-			want(advance("alice", "f6", 0), memory.Advanced)
-			start("alice", "f6", 3)
-			want(advance("alice", "f6", 1), memory.Advanced)
+		t.Run("a_start_is_remembered_after_its_family_ended", func(t *testing.T) {
+			startFor("frank", "g1", time.Now().Add(time.Minute), 3)
+			tick()
+			startFor("frank", "g2", time.Now().Add(time.Minute), 3) // 4 entries for 3: g1 ends
+			want(advance("frank", "g1", 0), memory.Evicted)
+			if st := startFor("frank", "g1", time.Now().Add(time.Minute), 3); !st.Replayed {
+				t.Fatal("the start of an ended family, replayed, started it again")
+			}
+			want(advance("frank", "g1", 0), memory.Evicted)
 		})
 		t.Run("eviction_ends_the_least_recently_refreshed", func(t *testing.T) {
-			// Redis orders a group by the millisecond of each refresh
-			tick := func() { time.Sleep(3 * time.Millisecond) }
 			start("bob", "b1", 2)
 			tick()
 			start("bob", "b2", 2)
 			tick()
 			want(advance("bob", "b1", 0), memory.Advanced) // b1 is now the most recent
 			tick()
-			if n := start("bob", "b3", 2); n != 1 {
+			if n := start("bob", "b3", 2).Ended; n != 1 {
 				t.Fatalf("start of a third family with a limit of 2 ended %d, want 1", n)
 			}
 			want(advance("bob", "b2", 0), memory.Evicted)
@@ -490,41 +513,64 @@ func TestGenerations(t *testing.T) {
 			// an adopted family makes room the same way (limit 3 in advance)
 			start("bob", "b4", 3)
 			tick()
-			want(advance("bob", "b5", 4), memory.Adopted)
+			want(advanceAs("bob", "b5", 4, "another-memory"), memory.Adopted)
 			want(advance("bob", "b1", 2), memory.Evicted)
 			// another group is untouched
 			start("carol", "c1", 1)
 			want(advance("carol", "c1", 0), memory.Advanced)
 		})
+		t.Run("starts_count_in_the_group", func(t *testing.T) {
+			// A limit of 4: two sign-ins fill it (a start and a family
+			// each); the third ends both families (their starts still
+			// count); the fourth waits for the oldest start.
+			soon := time.Now().Add(700 * time.Millisecond)
+			startFor("mallory", "m1", soon, 4)
+			tick()
+			startFor("mallory", "m2", soon, 4)
+			tick()
+			if n := startFor("mallory", "m3", soon.Add(300*time.Millisecond), 4).Ended; n != 2 {
+				t.Fatalf("the third sign-in ended %d, want 2", n)
+			}
+			_, err := g.Start(ctx, "mallory", "m4", soon, exp, 4)
+			var full *memory.FullError
+			if !errors.As(err, &full) || !full.Scope || full.RetryAfter <= 0 || full.RetryAfter > time.Second {
+				t.Fatalf("a group full of starts: %v, want its FullError within a second", err)
+			}
+			// (a start needs room for itself and its family, so the starts
+			// alone fill a group only when its limit was lowered since)
+			if o, err := g.Advance(ctx, "mallory", "m5", 0, "another-memory", exp, 2); !errors.As(err, &full) || !full.Scope {
+				t.Fatalf("adopting into a group full of starts: %v %v", o, err)
+			}
+			want(advance("mallory", "m3", 0), memory.Advanced)
+			start("other", "o1", 4) // other groups are untouched
+			time.Sleep(time.Until(soon) + 50*time.Millisecond)
+			startFor("mallory", "m4", time.Now().Add(time.Minute), 4)
+			want(advance("mallory", "m4", 0), memory.Advanced)
+		})
 		t.Run("expires", func(t *testing.T) {
-			if _, err := g.Start(ctx, "dave", "d1", time.Now().Add(300*time.Millisecond), 3); err != nil {
-				t.Fatal(err)
-			}
-			if err := g.Revoke(ctx, "dave", "d1", time.Now().Add(300*time.Millisecond)); err != nil {
-				t.Fatal(err)
-			}
-			if _, err := g.Start(ctx, "dave", "d2", time.Now().Add(300*time.Millisecond), 3); err != nil {
-				t.Fatal(err)
+			short := time.Now().Add(300 * time.Millisecond)
+			for _, f := range []string{"d1", "d2"} {
+				if _, err := g.Start(ctx, "dave", f, time.Time{}, short, 3); err != nil {
+					t.Fatal(err)
+				}
 			}
 			time.Sleep(450 * time.Millisecond)
-			want(advance("dave", "d1", 0), memory.Adopted)
 			// d2 expired: making room forgets it and ends nothing
-			if n := start("dave", "d3", 2); n != 0 {
+			if n := start("dave", "d3", 2).Ended; n != 0 {
 				t.Fatalf("ended %d: an expired family counted as a live one", n)
 			}
-			want(advance("dave", "d1", 1), memory.Advanced)
 			want(advance("dave", "d3", 0), memory.Advanced)
 		})
 		t.Run("20_refreshes_at_once_one_accepted", func(t *testing.T) {
 			start("erin", "e1", 3)
 			var n [8]atomic.Int32
 			concurrently(20, func(int) {
-				o, err := g.Advance(ctx, "erin", "e1", 0, exp, 3)
+				st, err := g.Advance(ctx, "erin", "e1", 0, id, exp, 3)
 				if err != nil {
 					t.Error(err)
 					return
 				}
-				n[o].Add(1)
+				n[st.Outcome].Add(1)
 			})
 			if n[memory.Advanced].Load() != 1 || n[memory.Reused].Load() < 1 ||
 				n[memory.Advanced].Load()+n[memory.Reused].Load()+n[memory.Revoked].Load() != 20 {
@@ -532,8 +578,31 @@ func TestGenerations(t *testing.T) {
 					n[memory.Advanced].Load(), n[memory.Reused].Load(), n[memory.Revoked].Load())
 			}
 		})
+		t.Run("20_starts_at_once_one_started", func(t *testing.T) {
+			var started, replayed atomic.Int32
+			concurrently(20, func(int) {
+				st, err := g.Start(ctx, "gina", "same", time.Now().Add(time.Minute), exp, 64)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if st.Replayed {
+					replayed.Add(1)
+				} else {
+					started.Add(1)
+				}
+			})
+			if started.Load() != 1 || replayed.Load() != 19 {
+				t.Fatalf("started %d, replayed %d: want one start", started.Load(), replayed.Load())
+			}
+			want(advance("gina", "same", 0), memory.Revoked)
+		})
 	})
 }
+
+// tick lets a millisecond pass: Redis orders a group by the millisecond
+// of each refresh.
+func tick() { time.Sleep(3 * time.Millisecond) }
 
 // A Local memory full of live entries refuses rather than forgets, where
 // single use depends on it; a full Counter or Bucket forgets its oldest.
@@ -561,6 +630,9 @@ func TestLocalBounds(t *testing.T) {
 		}
 		_, err := o.Use(ctx, "a", "x", now.Add(time.Hour))
 		full(err, 10*time.Minute) // scope a is full: its soonest expires in 10 min
+		if f := (*memory.FullError)(nil); !errors.As(err, &f) || !f.Scope {
+			t.Fatalf("a full scope: %v, want a FullError of the scope", err)
+		}
 		_, err = o.Use(ctx, "c", "x", now.Add(time.Hour))
 		full(err, 10*time.Minute) // the whole memory is full
 		if first, _ := o.Use(ctx, "a", "0", now.Add(time.Hour)); first {
@@ -572,15 +644,22 @@ func TestLocalBounds(t *testing.T) {
 		}
 	})
 	t.Run("generations", func(t *testing.T) {
-		g := l.Generations("bounded.gen", memory.Bounds{Max: 2})
-		g.Start(ctx, "a", "f1", now.Add(time.Minute), 10)
-		g.Start(ctx, "b", "f2", now.Add(time.Hour), 10)
-		_, err := g.Start(ctx, "c", "f3", now.Add(time.Hour), 10)
-		full(err, time.Minute)
-		_, err = g.Advance(ctx, "c", "unknown", 0, now.Add(time.Hour), 10)
-		full(err, time.Minute)
-		if o, _ := g.Advance(ctx, "a", "f1", 0, now.Add(time.Hour), 10); o != memory.Advanced {
-			t.Fatalf("a known family refused when full: %s", o)
+		g := l.Generations("bounded.gen", memory.Bounds{Max: 3})
+		g.Start(ctx, "a", "f1", now.Add(30*time.Second), now.Add(time.Minute), 10) // a start and a family
+		g.Start(ctx, "b", "f2", time.Time{}, now.Add(time.Hour), 10)
+		_, err := g.Start(ctx, "c", "f3", time.Time{}, now.Add(time.Hour), 10)
+		full(err, 30*time.Second)
+		_, err = g.Advance(ctx, "c", "unknown", 0, "another-memory", now.Add(time.Hour), 10)
+		full(err, 30*time.Second)
+		if st, _ := g.Advance(ctx, "a", "f1", 0, "", now.Add(time.Hour), 10); st.Outcome != memory.Advanced {
+			t.Fatalf("a known family refused when full: %s", st.Outcome)
+		}
+		if st, _ := g.Start(ctx, "a", "f1", time.Time{}, now.Add(time.Hour), 10); !st.Replayed {
+			t.Fatal("a replayed start refused or started when full")
+		}
+		now = now.Add(31 * time.Second) // the start stops counting
+		if _, err := g.Start(ctx, "c", "f3", time.Time{}, now.Add(time.Hour), 10); err != nil {
+			t.Fatalf("after the start expired: %v", err)
 		}
 	})
 	t.Run("slots", func(t *testing.T) {

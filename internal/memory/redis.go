@@ -644,45 +644,87 @@ type redisGenerations struct {
 func (g *redisGenerations) args(group, fam string, exp time.Time, limit int) ([]string, []any) {
 	member := g.r.cur.hash(g.name, "f", fam)
 	f := keyPrefix + g.name + ":f:" + member
-	p := f
+	prev := f
 	if g.r.prev != nil {
-		p = g.r.prev.key(g.name, "f", fam)
+		prev = g.r.prev.key(g.name, "f", fam)
 	}
-	keys := []string{g.r.cur.key(g.name, "g", group), f, p}
-	return keys, []any{member, g.r.ttlMS(exp, g.r.grace), limit, keyPrefix + g.name + ":f:"}
+	ts, tsPrev := g.r.names(g.name, "t", fam)
+	id, idPrev := g.r.names(g.name, "i")
+	keys := []string{g.r.cur.key(g.name, "g", group), g.r.cur.key(g.name, "s", group), f, prev, ts, tsPrev, id, idPrev}
+	return keys, []any{member, g.r.ttlMS(exp, g.r.grace), limit, keyPrefix + g.name + ":f:", newID()}
 }
 
-func (g *redisGenerations) Start(ctx context.Context, group, fam string, exp time.Time, limit int) (int, error) {
+// answer reads a generation script's {code, id, number}.
+func answer(op string, v any) (code int64, id string, n int64, err error) {
+	vals, ok := v.([]any)
+	if ok && len(vals) == 3 {
+		code, ok1 := vals[0].(int64)
+		id, ok2 := vals[1].(string)
+		n, ok3 := vals[2].(int64)
+		if ok1 && ok2 && ok3 {
+			return code, id, n, nil
+		}
+	}
+	return 0, "", 0, fmt.Errorf("%s: unexpected answer %v", op, v)
+}
+
+func (g *redisGenerations) Start(ctx context.Context, group, fam string, startExp, exp time.Time, limit int) (Started, error) {
 	keys, args := g.args(group, fam, exp, limit)
-	var ended int
+	var counts, remember int64
+	if d := startExp.Sub(g.r.now()); d > 0 {
+		counts, remember = durMS(d), durMS(d+g.r.grace)
+	}
+	var out Started
+	var full time.Duration
 	err := g.r.do(ctx, "generations.start", func(ctx context.Context) error {
-		var err error
-		ended, err = generationsStartScript.Run(ctx, g.r.client, keys, args...).Int()
-		return err
-	})
-	return max(ended, 0), err
-}
-
-func (g *redisGenerations) Advance(ctx context.Context, group, fam string, gen uint32, exp time.Time, limit int) (Outcome, error) {
-	keys, args := g.args(group, fam, exp, limit)
-	var out Outcome
-	err := g.r.do(ctx, "generations.advance", func(ctx context.Context) error {
-		vals, err := generationsAdvanceScript.Run(ctx, g.r.client, keys, append(args, gen)...).Int64Slice()
+		v, err := generationsStartScript.Run(ctx, g.r.client, keys, append(args, counts, remember)...).Result()
 		if err != nil {
 			return err
 		}
-		if len(vals) != 2 || vals[0] < int64(Advanced) || vals[0] > int64(Ahead) {
-			return fmt.Errorf("generations.advance: unexpected answer %v", vals)
+		code, id, n, err := answer("generations.start", v)
+		out = Started{ID: id}
+		switch code {
+		case 0:
+			out.Ended = int(n)
+		case 1:
+			out.Replayed = true
+		case 2:
+			full = max(time.Duration(n)*time.Millisecond, time.Millisecond)
 		}
-		out = Outcome(vals[0])
-		return nil
+		return err
 	})
+	if err == nil && full != 0 {
+		err = &FullError{RetryAfter: min(max(full, time.Second), time.Hour), Scope: true}
+	}
 	return out, err
 }
 
-func (g *redisGenerations) Revoke(ctx context.Context, group, fam string, exp time.Time) error {
-	keys, args := g.args(group, fam, exp, 0)
-	return g.r.do(ctx, "generations.revoke", func(ctx context.Context) error {
-		return generationsRevokeScript.Run(ctx, g.r.client, keys, args...).Err()
+func (g *redisGenerations) Advance(ctx context.Context, group, fam string, gen uint32, id string, exp time.Time, limit int) (Step, error) {
+	keys, args := g.args(group, fam, exp, limit)
+	var out Step
+	var full time.Duration
+	err := g.r.do(ctx, "generations.advance", func(ctx context.Context) error {
+		v, err := generationsAdvanceScript.Run(ctx, g.r.client, keys, append(args, gen, id)...).Result()
+		if err != nil {
+			return err
+		}
+		code, cur, n, err := answer("generations.advance", v)
+		if err != nil {
+			return err
+		}
+		out.ID = cur
+		switch {
+		case code == -1:
+			full = max(time.Duration(n)*time.Millisecond, time.Millisecond)
+		case code >= int64(Advanced) && code <= int64(Ahead):
+			out.Outcome = Outcome(code)
+		default:
+			return fmt.Errorf("generations.advance: unexpected outcome %d", code)
+		}
+		return nil
 	})
+	if err == nil && full != 0 {
+		err = &FullError{RetryAfter: min(max(full, time.Second), time.Hour), Scope: true}
+	}
+	return out, err
 }

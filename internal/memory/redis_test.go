@@ -112,15 +112,21 @@ func TestRedisReplicasShareOneMemory(t *testing.T) {
 	}
 
 	ga, gb := a.Generations("oauth.families", memory.Bounds{}), b.Generations("oauth.families", memory.Bounds{})
-	ga.Start(ctx, "alice", "fam", exp, 10)
-	if o, _ := ga.Advance(ctx, "alice", "fam", 0, exp, 10); o != memory.Advanced {
+	st, err := ga.Start(ctx, "alice", "fam", time.Now().Add(time.Minute), exp, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := ga.Advance(ctx, "alice", "fam", 0, st.ID, exp, 10); o.Outcome != memory.Advanced {
 		t.Fatal(o)
 	}
-	if o, _ := gb.Advance(ctx, "alice", "fam", 0, exp, 10); o != memory.Reused {
-		t.Fatalf("a refresh token replayed at B after rotation at A: %s, want reused", o)
+	if o, _ := gb.Advance(ctx, "alice", "fam", 0, st.ID, exp, 10); o.Outcome != memory.Reused || o.ID != st.ID {
+		t.Fatalf("a refresh token replayed at B after rotation at A: %+v, want reused (one memory, one id)", o)
 	}
-	if o, _ := ga.Advance(ctx, "alice", "fam", 1, exp, 10); o != memory.Revoked {
-		t.Fatalf("the newest token at A after the replay at B: %s, want revoked", o)
+	if o, _ := ga.Advance(ctx, "alice", "fam", 1, st.ID, exp, 10); o.Outcome != memory.Revoked {
+		t.Fatalf("the newest token at A after the replay at B: %s, want revoked", o.Outcome)
+	}
+	if st, _ := gb.Start(ctx, "alice", "fam", time.Now().Add(time.Minute), exp, 10); !st.Replayed {
+		t.Fatal("a start at A replayed at B started again")
 	}
 
 	r := memory.Rate{PerMinute: 1, Burst: 2}
@@ -167,11 +173,11 @@ func TestRedisDumpRevealsNothing(t *testing.T) {
 	secrets := []string{tag("alice") + "@example.test", "203.0.113.77", tag("nonce"), tag("code"), tag("family"), tag("attempt")}
 	exp := time.Now().Add(time.Hour)
 	s.Once("approval.used", memory.Bounds{}).Use(ctx, secrets[0], secrets[2], exp)
-	s.Once("oauth.codes", memory.Bounds{}).Use(ctx, secrets[0], secrets[3], exp)
+	s.Once("oauth.states", memory.Bounds{}).Use(ctx, secrets[0], secrets[3], exp)
 	g := s.Generations("oauth.families", memory.Bounds{})
-	g.Start(ctx, secrets[0], secrets[4], exp, 5)
-	g.Advance(ctx, secrets[0], secrets[4], 0, exp, 5)
-	g.Revoke(ctx, secrets[0], "family-revoked", exp)
+	st, _ := g.Start(ctx, secrets[0], secrets[4], exp, exp, 5)
+	g.Advance(ctx, secrets[0], secrets[4], 0, st.ID, exp, 5)
+	g.Advance(ctx, secrets[0], secrets[4], 0, st.ID, exp, 5) // revoked
 	s.Counter("guard.failures", memory.Bounds{}).Add(ctx, secrets[0]+"\x00"+secrets[1], 3, time.Hour)
 	s.Counter("guard.blocked", memory.Bounds{}).Raise(ctx, secrets[1], time.Now().UnixMilli(), time.Hour)
 	s.Bucket("guard.signin", memory.Bounds{}).Take(ctx, secrets[1], memory.Rate{PerMinute: 5, Burst: 5})
@@ -227,28 +233,42 @@ func TestRedisKeyRotationKeepsSingleUse(t *testing.T) {
 	after := newRedis(t, srv, memory.RedisOptions{Key: newKeyBytes, Previous: oldKey})
 	exp := time.Now().Add(time.Hour)
 
-	before.Once("oauth.codes", memory.Bounds{}).Use(ctx, "alice", "code1", exp)
-	if seen, _ := after.Once("oauth.codes", memory.Bounds{}).Seen(ctx, "alice", "code1"); !seen {
+	before.Once("oauth.states", memory.Bounds{}).Use(ctx, "alice", "code1", exp)
+	if seen, _ := after.Once("oauth.states", memory.Bounds{}).Seen(ctx, "alice", "code1"); !seen {
 		t.Fatal("a code used before the rotation is not seen after it")
 	}
-	if first, _ := after.Once("oauth.codes", memory.Bounds{}).Use(ctx, "alice", "code1", exp); first {
+	if first, _ := after.Once("oauth.states", memory.Bounds{}).Use(ctx, "alice", "code1", exp); first {
 		t.Fatal("a code used before the rotation was a first use after it")
 	}
 	gb, ga := before.Generations("oauth.families", memory.Bounds{}), after.Generations("oauth.families", memory.Bounds{})
-	gb.Start(ctx, "alice", "fam", exp, 5)
-	gb.Advance(ctx, "alice", "fam", 0, exp, 5)
-	gb.Advance(ctx, "alice", "fam", 1, exp, 5)
-	if o, _ := ga.Advance(ctx, "alice", "fam", 0, exp, 5); o != memory.Reused {
-		t.Fatalf("a used refresh token after the rotation: %s, want reused", o)
+	code := time.Now().Add(time.Minute)
+	st, _ := gb.Start(ctx, "alice", "fam", code, exp, 5)
+	gb.Advance(ctx, "alice", "fam", 0, st.ID, exp, 5)
+	gb.Advance(ctx, "alice", "fam", 1, st.ID, exp, 5)
+	if o, _ := ga.Advance(ctx, "alice", "fam", 0, st.ID, exp, 5); o.Outcome != memory.Reused || o.ID != st.ID {
+		t.Fatalf("a used refresh token after the rotation: %+v, want reused, the memory's id carried over", o)
 	}
-	gb.Start(ctx, "alice", "fam2", exp, 5)
-	if o, _ := ga.Advance(ctx, "alice", "fam2", 0, exp, 5); o != memory.Advanced {
-		t.Fatalf("the current token after the rotation: %s, want advanced", o)
+	gb.Start(ctx, "alice", "fam2", code, exp, 5)
+	if o, _ := ga.Advance(ctx, "alice", "fam2", 0, st.ID, exp, 5); o.Outcome != memory.Advanced {
+		t.Fatalf("the current token after the rotation: %s, want advanced", o.Outcome)
+	}
+	gb.Start(ctx, "alice", "fam3", code, exp, 5)
+	if s, _ := ga.Start(ctx, "alice", "fam3", code, exp, 5); !s.Replayed {
+		t.Fatal("a start made before the rotation, replayed after it, started again")
+	}
+	// A family ended before the rotation stays ended after it.
+	gb.Start(ctx, "bob", "b1", time.Time{}, exp, 2)
+	tick()
+	gb.Start(ctx, "bob", "b2", time.Time{}, exp, 2)
+	tick()
+	gb.Start(ctx, "bob", "b3", time.Time{}, exp, 2) // b1 ends
+	if o, _ := ga.Advance(ctx, "bob", "b1", 0, st.ID, exp, 2); o.Outcome != memory.Evicted {
+		t.Fatalf("a family ended before the rotation: %s after it, want evicted", o.Outcome)
 	}
 	// Once rotated, the new key's memory stands alone.
 	done := newRedis(t, srv, memory.RedisOptions{Key: newKeyBytes})
-	if o, _ := done.Generations("oauth.families", memory.Bounds{}).Advance(ctx, "alice", "fam2", 1, exp, 5); o != memory.Advanced {
-		t.Fatalf("after the rotation ended: %s, want advanced (the state carried over)", o)
+	if o, _ := done.Generations("oauth.families", memory.Bounds{}).Advance(ctx, "alice", "fam2", 1, st.ID, exp, 5); o.Outcome != memory.Advanced || o.ID != st.ID {
+		t.Fatalf("after the rotation ended: %+v, want advanced (the state and the id carried over)", o)
 	}
 }
 
@@ -269,12 +289,17 @@ func TestRedisDownAndBack(t *testing.T) {
 	if !closed.Status().Up || !closed.Status().Shared {
 		t.Fatalf("status before: %+v", closed.Status())
 	}
+	gens := closed.Generations("oauth.families", memory.Bounds{})
+	signedIn, err := gens.Start(ctx, "alice", "fam", time.Time{}, exp, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	if err := srv.Kill(); err != nil {
 		t.Fatal(err)
 	}
 	begin := time.Now()
-	_, err := once.Use(ctx, "alice", "during", exp)
+	_, err = once.Use(ctx, "alice", "during", exp)
 	if !errors.Is(err, memory.ErrUnavailable) {
 		t.Fatalf("once.use with Redis killed: %v, want ErrUnavailable", err)
 	}
@@ -286,7 +311,11 @@ func TestRedisDownAndBack(t *testing.T) {
 	}
 	for _, f := range []func() error{
 		func() error {
-			_, err := closed.Generations("oauth.families", memory.Bounds{}).Advance(ctx, "a", "f", 0, exp, 5)
+			_, err := closed.Generations("oauth.families", memory.Bounds{}).Advance(ctx, "a", "f", 0, "", exp, 5)
+			return err
+		},
+		func() error {
+			_, err := closed.Generations("oauth.families", memory.Bounds{}).Start(ctx, "a", "f", exp, exp, 5)
 			return err
 		},
 		func() error {
@@ -344,9 +373,14 @@ func TestRedisDownAndBack(t *testing.T) {
 	if !closed.Status().Up {
 		t.Fatalf("status after: %+v", closed.Status())
 	}
-	// A server without persistence forgot everything: documented.
+	// A server without persistence forgot everything: documented. Its
+	// memory has a new id, so a sign-in's token, which names the old one,
+	// is adopted rather than taken for one ended here.
 	if first, _ := once.Use(ctx, "alice", "before", exp); !first {
 		t.Fatal("a restarted server without persistence remembered")
+	}
+	if st, err := gens.Advance(ctx, "alice", "fam", 0, signedIn.ID, exp, 5); err != nil || st.Outcome != memory.Adopted || st.ID == signedIn.ID {
+		t.Fatalf("a sign-in after Redis lost its data: %+v %v, want adopted under a new id", st, err)
 	}
 	if obs.count("once.use ok") < 2 || obs.count("once.use unreachable")+obs.count("once.use timeout")+obs.count("once.use down") < 2 ||
 		obs.count("ping unreachable")+obs.count("once.use unreachable") < 1 {
@@ -542,12 +576,22 @@ func TestRedisLeastPrivilege(t *testing.T) {
 		{"slots.take", func() error { _, err := s.Slots("t.s", memory.Bounds{}).Take(ctx, "a", "m", exp, 1); return err }},
 		{"slots.count", func() error { _, err := s.Slots("t.s", memory.Bounds{}).Count(ctx, "a"); return err }},
 		{"slots.release", func() error { return s.Slots("t.s", memory.Bounds{}).Release(ctx, "a", "m") }},
-		{"generations.start", func() error { _, err := s.Generations("t.g", memory.Bounds{}).Start(ctx, "a", "f", exp, 1); return err }},
-		{"generations.advance", func() error {
-			_, err := s.Generations("t.g", memory.Bounds{}).Advance(ctx, "a", "f2", 3, exp, 1)
+		{"generations.start", func() error {
+			_, err := s.Generations("t.g", memory.Bounds{}).Start(ctx, "a", "f", exp, exp, 3)
 			return err
 		}},
-		{"generations.revoke", func() error { return s.Generations("t.g", memory.Bounds{}).Revoke(ctx, "a", "f", exp) }},
+		{"generations.start (ends one)", func() error {
+			_, err := s.Generations("t.g", memory.Bounds{}).Start(ctx, "a", "f1", time.Time{}, exp, 2)
+			return err
+		}},
+		{"generations.advance", func() error {
+			_, err := s.Generations("t.g", memory.Bounds{}).Advance(ctx, "a", "f2", 3, "", exp, 2)
+			return err
+		}},
+		{"generations.advance (reused)", func() error {
+			_, err := s.Generations("t.g", memory.Bounds{}).Advance(ctx, "a", "f2", 3, "", exp, 2)
+			return err
+		}},
 	}
 	for _, st := range steps {
 		if err := st.f(); err != nil {

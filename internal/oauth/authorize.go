@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/hex"
@@ -9,13 +10,13 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/access"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 )
 
 // request is one authorization request, sealed into the sign-in form
@@ -155,10 +156,9 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 	}
 	// Each try reaches the mail server: limited per address and per
 	// account (besides the mail layer's back-off after failures).
-	wait := max(s.cfg.Guard.AllowSignInFrom(r.Context()), s.cfg.Guard.AllowSignInAs(user))
-	if wait > 0 {
-		retryAfter(w, wait)
-		s.signInPage(w, http.StatusTooManyRequests, req, form, user, "Too many sign-in attempts for this mail address or from your network. Wait "+strconv.Itoa(seconds(wait))+" seconds and try again.")
+	show := func(w http.ResponseWriter, status int, msg string) { s.signInPage(w, status, req, form, user, msg) }
+	if !s.pageLimit(w, r, "Too many sign-in attempts for this mail address or from your network. Wait {seconds} seconds and try again.", show,
+		s.cfg.Guard.AllowSignInFrom, func(ctx context.Context) (time.Duration, error) { return s.cfg.Guard.AllowSignInAs(ctx, user) }) {
 		return
 	}
 	creds := credentials.New(user, pass)
@@ -177,8 +177,8 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 		}
 		creds.Host = s.cfg.Hosts.Canonical(host)
 	}
-	if msg := s.checkLogin(r, creds); msg != "" {
-		s.signInPage(w, http.StatusOK, req, form, user, msg)
+	if status, msg := s.checkLogin(w, r, creds); msg != "" {
+		s.signInPage(w, status, req, form, user, msg)
 		return
 	}
 	code, err := s.cfg.Sealer.SealGrant(credentials.KindCode, credentials.Grant{
@@ -195,30 +195,38 @@ func (s *Server) authorizeAnswer(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkLogin logs in to the mail server (IMAP, and SMTP when sending is
-// granted and configured): "" when it accepts, else a sentence for the page.
-func (s *Server) checkLogin(r *http.Request, creds credentials.Credentials) string {
-	check := func(v Verifier) string {
+// granted and configured): "" when it accepts, else the page's status and
+// a sentence for it. A login the back-off could not be checked for (the
+// shared memory does not answer, REDIS_FAIL=closed) is 503 with
+// Retry-After.
+func (s *Server) checkLogin(w http.ResponseWriter, r *http.Request, creds credentials.Credentials) (int, string) {
+	check := func(v Verifier) (int, string) {
 		err := v.Verify(r.Context(), creds)
 		if err == nil {
-			return ""
+			return http.StatusOK, ""
 		}
 		var me *mailerr.Error
+		if d, ok := memory.RetryAfter(err); ok {
+			s.log.WarnContext(r.Context(), "sign-in refused: the login back-off cannot be checked", "err", err)
+			retryAfter(w, d)
+			return http.StatusServiceUnavailable, capitalize(mailerr.Message(err)) + ". Wait a few seconds and try again."
+		}
 		switch {
 		case mailerr.KindOf(err) == mailerr.Auth:
-			return "The mail server did not accept this address and password. If your provider uses app passwords (Gmail, iCloud, Fastmail, Outlook with two-step sign-in), use one here."
+			return http.StatusOK, "The mail server did not accept this address and password. If your provider uses app passwords (Gmail, iCloud, Fastmail, Outlook with two-step sign-in), use one here."
 		case errors.As(err, &me) && me.Kind != mailerr.Internal:
-			return me.Msg
+			return http.StatusOK, me.Msg
 		}
 		s.log.ErrorContext(r.Context(), "sign-in check failed", "err", err)
-		return "The mail server could not be reached to check this login. Try again in a moment."
+		return http.StatusOK, "The mail server could not be reached to check this login. Try again in a moment."
 	}
-	if msg := check(s.cfg.IMAP); msg != "" {
-		return msg
+	if status, msg := check(s.cfg.IMAP); msg != "" {
+		return status, msg
 	}
 	if !creds.Scope.NoSend && s.cfg.SMTP != nil {
 		return check(s.cfg.SMTP)
 	}
-	return ""
+	return http.StatusOK, ""
 }
 
 func (s *Server) sealRequest(q request) (string, error) {

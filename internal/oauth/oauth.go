@@ -4,10 +4,11 @@
 // Documents and stateless dynamic registration), the sign-in page at
 // /authorize, and /token. Every code and token it issues carries the
 // sealed login (credentials.Sealer), so nothing about a user is stored;
-// the only memory it keeps is which codes this process has redeemed and
-// the generation each sign-in's next refresh must present (single use,
-// bounded, failing closed: see ledger), and a short cache of fetched
-// client metadata documents. It checks a login through the Verifier it is
+// the only memory it keeps is which codes were redeemed and the
+// generation each sign-in's next refresh must present (single use,
+// bounded, failing closed: see ledger), in the memory.Store it is given
+// (this process's, or Redis shared by every replica), and a short cache
+// of fetched client metadata documents. It checks a login through the Verifier it is
 // given and knows nothing about IMAP itself; what it fetches for a client
 // goes only to public addresses (internal/egress).
 package oauth
@@ -25,6 +26,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/egress"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/guard"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/providers"
 )
 
@@ -63,9 +65,13 @@ type Config struct {
 	// Guard rate-limits the sign-in server per account and per client
 	// address (nil: no limit).
 	Guard *guard.Guard
-	// MaxGrants bounds the memory of redeemed codes and live sign-ins
-	// (0: DefaultMaxGrants); when it is full and nothing has expired, new
-	// sign-ins are refused for a while rather than anything forgotten.
+	// Memory keeps the ledger (nil: a memory of this process's own).
+	Memory memory.Store
+	// MaxGrants bounds this process's memory of redeemed codes and live
+	// sign-ins, and of provider sign-ins under way (0: DefaultMaxGrants;
+	// Redis is bounded by its maxmemory); when it is full and nothing has
+	// expired, new sign-ins are refused for a while rather than anything
+	// forgotten.
 	MaxGrants int
 	// GrantsPerAccount is how many live sign-ins one account keeps (0:
 	// DefaultGrantsPerAccount); a new one replaces its least recently
@@ -142,7 +148,10 @@ func New(cfg Config) *Server {
 	if s.cfg.GrantsPerAccount <= 0 {
 		s.cfg.GrantsPerAccount = DefaultGrantsPerAccount
 	}
-	s.ledger = newLedger(s.cfg.MaxGrants, s.cfg.GrantsPerAccount)
+	if s.cfg.Memory == nil {
+		s.cfg.Memory = memory.NewLocal(s.now)
+	}
+	s.ledger = newLedger(s.cfg.Memory, s.cfg.MaxGrants, s.cfg.GrantsPerAccount)
 	s.clients = newClientCache(1000, 5*time.Minute)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/.well-known/oauth-protected-resource", s.protectedResource)

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
@@ -106,9 +107,7 @@ func (s *Server) StartIdentity(w http.ResponseWriter, r *http.Request, name, hin
 		s.errorPage(w, http.StatusBadRequest, "This gateway does not sign in with that provider.")
 		return
 	}
-	if wait := s.cfg.Guard.AllowSignInFrom(r.Context()); wait > 0 {
-		retryAfter(w, wait)
-		s.errorPage(w, http.StatusTooManyRequests, "Too many sign-in attempts from your network. Wait a minute and try again.")
+	if !s.pageLimit(w, r, "Too many sign-in attempts from your network. Wait a minute and try again.", s.errorPage, s.cfg.Guard.AllowSignInFrom) {
 		return
 	}
 	s.goToProvider(w, r, providerState{Return: returnTo}, p, hint, func(msg string) { s.errorPage(w, http.StatusBadGateway, msg) })
@@ -116,9 +115,8 @@ func (s *Server) StartIdentity(w http.ResponseWriter, r *http.Request, name, hin
 
 // startProvider sends the person to provider p for the pending request.
 func (s *Server) startProvider(w http.ResponseWriter, r *http.Request, req request, form string, p *providers.Provider) {
-	if wait := s.cfg.Guard.AllowSignInFrom(r.Context()); wait > 0 {
-		retryAfter(w, wait)
-		s.signInPage(w, http.StatusTooManyRequests, req, form, "", "Too many sign-in attempts from your network. Wait a minute and try again.")
+	show := func(w http.ResponseWriter, status int, msg string) { s.signInPage(w, status, req, form, "", msg) }
+	if !s.pageLimit(w, r, "Too many sign-in attempts from your network. Wait a minute and try again.", show, s.cfg.Guard.AllowSignInFrom) {
 		return
 	}
 	s.goToProvider(w, r, providerState{Req: req}, p, strings.TrimSpace(r.PostForm.Get("username")), func(msg string) {
@@ -193,25 +191,28 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		// The person said no at the provider (or it refused): tell the app.
-		s.ledger.once(st.Nonce, time.Unix(st.Exp, 0), s.now())
+		s.ledger.once(context.WithoutCancel(r.Context()), st.Nonce, time.Unix(st.Exp, 0))
 		s.redirectError(w, r, req.RedirectURI, req.State, "access_denied", "the sign-in at "+p.Config().DisplayName+" was not completed")
 		return
 	}
-	if wait := s.cfg.Guard.AllowSignInFrom(r.Context()); wait > 0 {
-		retryAfter(w, wait)
-		s.errorPage(w, http.StatusTooManyRequests, "Too many sign-in attempts from your network. Wait a minute and start again.")
+	if !s.pageLimit(w, r, "Too many sign-in attempts from your network. Wait a minute and start again.", s.errorPage, s.cfg.Guard.AllowSignInFrom) {
 		return
 	}
 	// The state is used once: a provider that lets its code be exchanged
 	// again must not make this callback issue a second code.
-	if err := s.ledger.once(st.Nonce, time.Unix(st.Exp, 0), s.now()); err != nil {
-		var full *fullError
-		if errors.As(err, &full) {
-			retryAfter(w, full.RetryAfter)
-			s.errorPage(w, http.StatusServiceUnavailable, "This server is handling too many sign-ins just now. Wait a minute and start again.")
-			return
+	if err := s.ledger.once(context.WithoutCancel(r.Context()), st.Nonce, time.Unix(st.Exp, 0)); err != nil {
+		var later *laterError
+		switch {
+		case errors.As(err, &later):
+			retryAfter(w, later.RetryAfter)
+			s.errorPage(w, http.StatusServiceUnavailable, later.page())
+		case errors.Is(err, errStateUsed):
+			s.errorPage(w, http.StatusBadRequest, "This sign-in link has already been used. Go back to your app and start the sign-in again.")
+		default:
+			s.log.ErrorContext(r.Context(), "provider state not recorded", "err", err)
+			retryAfter(w, 5*time.Second)
+			s.errorPage(w, http.StatusServiceUnavailable, "The sign-in could not be recorded. Wait a few seconds and start again.")
 		}
-		s.errorPage(w, http.StatusBadRequest, "This sign-in link has already been used. Go back to your app and start the sign-in again.")
 		return
 	}
 	toks, err := p.Exchange(r.Context(), s.callbackURL(), q.Get("code"), st.Verifier, st.Nonce, q.Get("iss"))
@@ -224,9 +225,9 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		s.errorPage(w, http.StatusBadGateway, msg)
 		return
 	}
-	if wait := s.cfg.Guard.AllowSignInAs(toks.Email); wait > 0 {
-		retryAfter(w, wait)
-		s.errorPage(w, http.StatusTooManyRequests, "Too many sign-in attempts for this mailbox. Wait a minute and start again.")
+	if !s.pageLimit(w, r, "Too many sign-in attempts for this mailbox. Wait a minute and start again.", s.errorPage, func(ctx context.Context) (time.Duration, error) {
+		return s.cfg.Guard.AllowSignInAs(ctx, toks.Email)
+	}) {
 		return
 	}
 	creds := credentials.NewOAuth(toks.Email, toks.Access)
@@ -248,7 +249,11 @@ func (s *Server) callback(w http.ResponseWriter, r *http.Request) {
 		// (Google gives a refresh token only with access_type=offline).
 		s.log.WarnContext(r.Context(), "provider returned no refresh token", "provider", st.Provider)
 	}
-	if msg := s.checkLogin(r, creds); msg != "" {
+	if status, msg := s.checkLogin(w, r, creds); msg != "" {
+		if status == http.StatusServiceUnavailable {
+			s.errorPage(w, status, msg)
+			return
+		}
 		s.errorPage(w, http.StatusBadGateway, "Your mailbox did not accept the sign-in from "+p.Config().DisplayName+": "+msg)
 		return
 	}

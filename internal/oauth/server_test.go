@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/hosts"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/transport"
 )
 
@@ -459,7 +461,8 @@ func TestEvictionEndsTheSignIn(t *testing.T) {
 // signs in, and the flooding one waits (503, Retry-After within the
 // minute a code is remembered).
 func TestCodesCountPerAccount(t *testing.T) {
-	ts := startServer(t, Config{MaxGrants: 100, GrantsPerAccount: 10}, "192.0.2.21")
+	mem := memory.NewLocal(nil)
+	ts := startServer(t, Config{MaxGrants: 100, GrantsPerAccount: 10, Memory: mem}, "192.0.2.21")
 	v := strings.Repeat("v", 43)
 	refused := 0
 	for range 120 {
@@ -474,7 +477,7 @@ func TestCodesCountPerAccount(t *testing.T) {
 			t.Fatalf("mallory: %+v", a)
 		}
 	}
-	if n := ts.ledger.size(); n > 10 {
+	if n := mem.Entries("oauth.families"); n > 10 {
 		t.Errorf("the ledger holds %d entries after one account's sign-ins, want at most its 10", n)
 	}
 	if refused == 0 {
@@ -584,16 +587,29 @@ func TestOldRegistrationsRechecked(t *testing.T) {
 func TestOneAccountWhateverTheHostSpelling(t *testing.T) {
 	h := hosts.New(hosts.Config{Default: hosts.Server{IMAP: transport.Endpoint{Host: "127.0.0.1", Port: 993}},
 		Patterns: []hosts.Pattern{{Name: "*.customers.test"}}})
-	ts := startServer(t, Config{Hosts: h}, "192.0.2.25")
-	for _, host := range []string{"", "127.0.0.1", " 127.0.0.1 ", ""} {
-		code, v := ts.signInAt(t, "alice@x.test", "pw-a", "mail.read", host)
-		if a := ts.exchange(t, code, v); a.Status != 200 {
-			t.Fatalf("host %q: %+v", host, a)
+	// A share of 3: a second sign-in of the same account (a code and a
+	// family) ends the first; of another account it would not.
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	ts := startServer(t, Config{Hosts: h, GrantsPerAccount: 3, Now: clock}, "192.0.2.25")
+	for _, hosts := range [][2]string{{"", "127.0.0.1"}, {"127.0.0.1", " 127.0.0.1 "}, {" 127.0.0.1 ", ""}} {
+		var first answer
+		for i, host := range hosts {
+			code, v := ts.signInAt(t, "alice@x.test", "pw-a", "mail.read", host)
+			a := ts.exchange(t, code, v)
+			if a.Status != 200 {
+				t.Fatalf("host %q: %+v", host, a)
+			}
+			if i == 0 {
+				first = a
+			}
 		}
-	}
-	ts.ledger.mu.Lock()
-	defer ts.ledger.mu.Unlock()
-	if n := len(ts.ledger.accounts); n != 1 {
-		t.Fatalf("one person's sign-ins at the gateway's own host are %d accounts, want 1", n)
+		if a := ts.refresh(t, first.RefreshToken); a.Status != http.StatusBadRequest || !strings.Contains(a.Description, "has ended") {
+			t.Fatalf("a sign-in at host %q after one at %q: %+v, want it ended (one account, one share)", hosts[0], hosts[1], a)
+		}
+		mu.Lock()
+		now = now.Add(time.Minute + time.Second) // the codes fill the share for their minute
+		mu.Unlock()
 	}
 }

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailerr"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/memory"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/providers"
 )
 
@@ -84,10 +86,9 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request) {
 		oauthError(w, http.StatusBadRequest, "invalid_target", "this server issues tokens only for "+s.resource)
 		return
 	}
-	now := s.now()
-	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Family: credentials.NewGrantID(),
+	next := credentials.Grant{Creds: g.Creds, ClientID: g.ClientID, Expires: s.now().Add(s.cfg.RefreshTTL),
 		Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires}
-	err = s.ledger.exchange(g.ID, g.Expires, next.Family, g.Creds.AccountKey(), now.Add(s.cfg.RefreshTTL), now)
+	next.Family, next.Ledger, err = s.ledger.exchange(context.WithoutCancel(r.Context()), g.ID, g.Expires, g.Creds.AccountKey(), next.Expires)
 	if errors.Is(err, errCodeUsed) {
 		s.log.WarnContext(r.Context(), "authorization code replayed", "client_registered", strings.HasPrefix(g.ClientID, string(credentials.KindClient)))
 	}
@@ -146,8 +147,11 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	now := s.now()
-	err = s.ledger.refresh(next.Family, g.Gen, g.Ledger, g.Creds.AccountKey(), now.Add(s.cfg.RefreshTTL), now)
+	// The decision is made whole even if the client goes: a refresh
+	// applied and not answered must not look to the store like one that
+	// never happened.
+	next.Expires = s.now().Add(s.cfg.RefreshTTL)
+	next.Ledger, err = s.ledger.refresh(context.WithoutCancel(r.Context()), next.Family, g.Gen, g.Ledger, g.Creds.AccountKey(), next.Expires)
 	if errors.Is(err, errReused) {
 		s.log.WarnContext(r.Context(), "refresh token reused: sign-in revoked")
 	}
@@ -160,16 +164,24 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request) {
 // admit applies the sign-in rate limit of account; past it, it answers
 // 429 with Retry-After.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request, account string) bool {
-	return s.limited(w, s.cfg.Guard.AllowSignInAs(account), "for this account")
+	wait, err := s.cfg.Guard.AllowSignInAs(r.Context(), account)
+	return s.limited(w, r, wait, err, "for this account")
 }
 
 // admitFrom applies the sign-in rate limit of the client's address.
 func (s *Server) admitFrom(w http.ResponseWriter, r *http.Request) bool {
-	return s.limited(w, s.cfg.Guard.AllowSignInFrom(r.Context()), "from this address")
+	wait, err := s.cfg.Guard.AllowSignInFrom(r.Context())
+	return s.limited(w, r, wait, err, "from this address")
 }
 
-func (s *Server) limited(w http.ResponseWriter, wait time.Duration, who string) bool {
-	if wait <= 0 {
+// limited answers 429 past a sign-in limit, and 503 when the limit could
+// not be checked (the shared memory does not answer, REDIS_FAIL=closed).
+func (s *Server) limited(w http.ResponseWriter, r *http.Request, wait time.Duration, err error, who string) bool {
+	switch {
+	case err != nil:
+		s.unavailable(w, r, err)
+		return false
+	case wait <= 0:
 		return true
 	}
 	retryAfter(w, wait)
@@ -177,19 +189,45 @@ func (s *Server) limited(w http.ResponseWriter, wait time.Duration, who string) 
 	return false
 }
 
+// unavailable answers 503 with Retry-After for a limit that could not be
+// checked.
+func (s *Server) unavailable(w http.ResponseWriter, r *http.Request, err error) {
+	s.log.WarnContext(r.Context(), "sign-in limit unavailable: refused", "err", err)
+	retryAfter(w, unavailableWait(err))
+	oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the sign-in limits cannot be checked just now (the memory this server shares with its replicas does not answer), so nothing was done; try again in a few seconds")
+}
+
+// unavailableWait is the Retry-After of a store's refusal.
+func unavailableWait(err error) time.Duration {
+	if d, ok := memory.RetryAfter(err); ok {
+		return d
+	}
+	return 5 * time.Second
+}
+
 // recorded answers a ledger refusal: invalid_grant for a used code or
-// refresh token, 503 with Retry-After when the ledger is full.
+// refresh token, 503 with Retry-After when the ledger cannot decide now.
 func (s *Server) recorded(w http.ResponseWriter, r *http.Request, err error) bool {
-	var full *fullError
+	var later *laterError
 	switch {
 	case err == nil:
 		return true
-	case errors.As(err, &full):
-		s.log.WarnContext(r.Context(), "sign-in memory full: refusing new sign-ins", "retry_after", full.RetryAfter)
-		retryAfter(w, full.RetryAfter)
-		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", full.Error())
-	default:
+	case errors.As(err, &later):
+		if later.down {
+			s.log.WarnContext(r.Context(), "sign-in memory unavailable: refusing", "err", later.err)
+		} else {
+			s.log.WarnContext(r.Context(), "sign-in memory full: refusing new sign-ins", "retry_after", later.RetryAfter, "account", later.account)
+		}
+		retryAfter(w, later.RetryAfter)
+		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", later.Error())
+	case errors.Is(err, errCodeUsed), errors.Is(err, errReused), errors.Is(err, errRevoked), errors.Is(err, errEnded):
 		oauthError(w, http.StatusBadRequest, "invalid_grant", err.Error())
+	default:
+		// The store failed otherwise (the request's own end, a bug):
+		// nothing was issued.
+		s.log.ErrorContext(r.Context(), "sign-in memory failed", "err", err)
+		retryAfter(w, 5*time.Second)
+		oauthError(w, http.StatusServiceUnavailable, "temporarily_unavailable", "the sign-in could not be recorded, so nothing was issued; try again in a few seconds")
 	}
 	return false
 }
@@ -236,9 +274,11 @@ func (s *Server) issue(w http.ResponseWriter, g credentials.Grant) {
 		oauthError(w, http.StatusInternalServerError, "server_error", "the token could not be made")
 		return
 	}
+	// The refresh token expires with its family's memory (g.Expires), and
+	// names that memory (g.Ledger).
 	refresh, err := s.cfg.Sealer.SealGrant(credentials.KindRefresh, credentials.Grant{
-		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: now.Add(s.cfg.RefreshTTL),
-		Family: g.Family, Gen: g.Gen, Ledger: s.ledger.id, Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires})
+		ID: credentials.NewGrantID(), Creds: g.Creds, ClientID: g.ClientID, Audience: s.resource, Expires: g.Expires,
+		Family: g.Family, Gen: g.Gen, Ledger: g.Ledger, Provider: g.Provider, ProviderRefresh: g.ProviderRefresh, ProviderExpires: g.ProviderExpires})
 	if err != nil {
 		oauthError(w, http.StatusInternalServerError, "server_error", "the token could not be made")
 		return
@@ -267,4 +307,30 @@ func paramName(k string) string {
 		return k
 	}
 	return "one of them"
+}
+
+// pageLimit applies sign-in limits (each check takes one request from
+// its bucket) for a page: true when the request may go on, else the page
+// is shown: 429 with Retry-After and tooMany ("{seconds}" there is the
+// wait) past a limit, 503 when a limit cannot be checked (the shared
+// memory does not answer, REDIS_FAIL=closed).
+func (s *Server) pageLimit(w http.ResponseWriter, r *http.Request, tooMany string, show func(w http.ResponseWriter, status int, msg string),
+	checks ...func(context.Context) (time.Duration, error)) bool {
+	var wait time.Duration
+	for _, check := range checks {
+		d, err := check(r.Context())
+		if err != nil {
+			s.log.WarnContext(r.Context(), "sign-in limit unavailable: refused", "err", err)
+			retryAfter(w, unavailableWait(err))
+			show(w, http.StatusServiceUnavailable, "This server cannot check sign-ins just now (its shared memory does not answer). Wait a few seconds and try again.")
+			return false
+		}
+		wait = max(wait, d)
+	}
+	if wait <= 0 {
+		return true
+	}
+	retryAfter(w, wait)
+	show(w, http.StatusTooManyRequests, strings.ReplaceAll(tooMany, "{seconds}", strconv.Itoa(seconds(wait))))
+	return false
 }

@@ -189,11 +189,11 @@ func (c *Client) Send(ctx context.Context, creds credentials.Credentials, from s
 	res, reply, err := s.send(creds, from, rcpts, msg, size)
 	switch {
 	case s.phase > phaseAuth:
-		attempt.Succeeded()
+		attempt.Succeeded(ctx)
 	case s.phase == phaseAuth && refusedAuth(err):
-		attempt.Refused()
+		attempt.Refused(ctx)
 	default:
-		attempt.Abandoned()
+		attempt.Abandoned(ctx)
 	}
 	log := c.log.With("user", creds, "server", s.ep.Addr(), "ms", time.Since(start).Milliseconds())
 	if err != nil {
@@ -229,7 +229,7 @@ func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) erro
 	sc, done, err := s.login(creds)
 	switch {
 	case err == nil:
-		attempt.Succeeded()
+		attempt.Succeeded(ctx)
 		if s.pipe != nil {
 			s.pipe.quit()
 		} else {
@@ -237,9 +237,9 @@ func (c *Client) Verify(ctx context.Context, creds credentials.Credentials) erro
 		}
 		done()
 	case s.phase == phaseAuth && refusedAuth(err):
-		attempt.Refused()
+		attempt.Refused(ctx)
 	default:
-		attempt.Abandoned()
+		attempt.Abandoned(ctx)
 	}
 	return err
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -157,7 +158,7 @@ func (t Def[A, R]) approve(ctx context.Context, c *Call, a A, raw any, in *Input
 	}
 	// A mailbox with as many approvals waiting as it may is refused
 	// before a draft is held for another.
-	if err := c.Approvals.Room(c.Creds.AccountKey()); err != nil {
+	if err := c.Approvals.Room(ctx, c.Creds.AccountKey()); err != nil {
 		return c.fail(ctx, approvalError(err)), true
 	}
 	var modes approval.Modes
@@ -177,7 +178,7 @@ func (t Def[A, R]) askForm(ctx context.Context, c *Call, a A, obj map[string]any
 	if err != nil {
 		return c.fail(ctx, err), true
 	}
-	state, err := c.Approvals.NewState(approval.CallerOf(c.Creds), t.Name, obj, b)
+	state, err := c.Approvals.NewState(ctx, approval.CallerOf(c.Creds), t.Name, obj, b)
 	if err != nil {
 		t.release(ctx, c, b)
 		return c.fail(ctx, approvalError(err)), true
@@ -259,7 +260,7 @@ func (t Def[A, R]) askOnPage(ctx context.Context, c *Call, a A, obj map[string]a
 		}
 		link.Binding.Facts = pv.Facts
 	}
-	m, err := c.Approvals.NewLink(link, c.ApprovalTTL)
+	m, err := c.Approvals.NewLink(ctx, link, c.ApprovalTTL)
 	if err != nil {
 		t.release(ctx, c, link.Binding)
 		return c.fail(ctx, approvalError(err)), true
@@ -269,9 +270,9 @@ func (t Def[A, R]) askOnPage(ctx context.Context, c *Call, a A, obj map[string]a
 	if url {
 		// The client opens the page for the person; its answer tells only
 		// whether they went there. The link goes to nobody else.
-		state, err := c.Approvals.NewState(approval.CallerOf(c.Creds), t.Name, obj, approval.Binding{Draft: link.Binding.Draft, Page: m.ID, Expires: m.Expires.Unix()})
+		state, err := c.Approvals.NewState(ctx, approval.CallerOf(c.Creds), t.Name, obj, approval.Binding{Draft: link.Binding.Draft, Page: m.ID, Expires: m.Expires.Unix()})
 		if err != nil {
-			c.Approvals.DropLink(approval.CallerOf(c.Creds), m.ID, m.Expires)
+			c.Approvals.DropLink(context.WithoutCancel(ctx), approval.CallerOf(c.Creds), m.ID, m.Expires)
 			t.release(ctx, c, link.Binding)
 			return c.fail(ctx, approvalError(err)), true
 		}
@@ -294,8 +295,11 @@ func heldNote(p Pending) string {
 // it was given, for this caller and these exact arguments, once.
 func (t Def[A, R]) answered(ctx context.Context, c *Call, a A, obj map[string]any, in *Input) (Outcome, bool) {
 	ap := t.Approve
-	b, err := c.Approvals.UseState(in.State, approval.CallerOf(c.Creds), t.Name, obj)
+	b, err := c.Approvals.UseState(context.WithoutCancel(ctx), in.State, approval.CallerOf(c.Creds), t.Name, obj)
 	if err != nil {
+		if kind := mailerr.KindOf(approvalError(err)); kind != mailerr.Internal {
+			return c.fail(ctx, approvalError(err)), true
+		}
 		return c.fail(ctx, mailerr.Wrap(mailerr.Forbidden, err, err.Error())), true
 	}
 	res := server.ElicitationResponse(in.Responses, askID)
@@ -310,7 +314,7 @@ func (t Def[A, R]) answered(ctx context.Context, c *Call, a A, obj map[string]an
 	case b.Page != "":
 		if !accepted {
 			// They would not open the page: the link is done with.
-			c.Approvals.DropLink(approval.CallerOf(c.Creds), b.Page, time.Unix(b.Expires, 0))
+			c.Approvals.DropLink(context.WithoutCancel(ctx), approval.CallerOf(c.Creds), b.Page, time.Unix(b.Expires, 0))
 			t.release(ctx, c, b)
 			return c.fail(ctx, mailerr.Newf(mailerr.Forbidden, "the person %s to open the approval page: %s", action, nothingDone(ap.Kind))), true
 		}
@@ -391,11 +395,17 @@ func draftRef(r *approval.DraftRef) mailbox.DraftRef {
 
 // approvalError is a refusal of the approval memory as a sentence.
 func approvalError(err error) error {
-	if _, ok := err.(*approval.PendingError); ok {
+	var pending *approval.PendingError
+	var later *approval.UnavailableError
+	switch {
+	case errors.As(err, &pending):
 		return mailerr.Wrap(mailerr.RateLimited, err, err.Error())
-	}
-	if err == approval.ErrBusy {
+	case errors.As(err, &later):
+		// Nothing was made or used: the memory that keeps approvals
+		// single-use is full or does not answer (503 over REST).
 		return mailerr.Wrap(mailerr.Busy, err, err.Error())
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return mailerr.Wrap(mailerr.Timeout, err, "the call ended before its approval was recorded; nothing was done")
 	}
 	return err
 }

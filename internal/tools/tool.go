@@ -531,7 +531,7 @@ func joinAgent(ctx context.Context, creds *credentials.Credentials) error {
 // admit records the caller and applies the per-user rate limit.
 func (d *Deps) admit(ctx context.Context, creds credentials.Credentials) error {
 	reqlog.FromContext(ctx).SetUser(creds.User)
-	return d.Guard.AllowCall(creds.AccountKey())
+	return d.Guard.AllowCall(ctx, creds.AccountKey())
 }
 
 // fail turns an error into the tool result the caller sees, and records
