@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
@@ -35,10 +36,14 @@ func TestLogLineNamesTheCause(t *testing.T) {
 			if !res.IsError {
 				t.Fatalf("the call succeeded: %s", mailtest.Text(res))
 			}
+			// The request's line is written when the handler returns,
+			// which may be after the client has read the answer.
 			var line string
-			for _, l := range strings.Split(g.Logs.String(), "\n") {
-				if strings.Contains(l, `"level":"INFO"`) && strings.Contains(l, `"tool":"imap_list_folders"`) {
-					line = l
+			for deadline := time.Now().Add(5 * time.Second); line == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				for _, l := range strings.Split(g.Logs.String(), "\n") {
+					if strings.Contains(l, `"level":"INFO"`) && strings.Contains(l, `"tool":"imap_list_folders"`) {
+						line = l
+					}
 				}
 			}
 			if !strings.Contains(line, tc.cause) {
