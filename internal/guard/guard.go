@@ -83,6 +83,14 @@ type Config struct {
 	// the same one (derived from ENCRYPTION_KEY), so that a credential
 	// proven at one is proven at all. Nil: a random one of this process.
 	Secret []byte
+	// Queue is how long a login waits, when as many attempts for its
+	// account are in progress as the back-off admits at once, for one of
+	// them to end (0: it is refused at once). The first that succeeds
+	// proves the password for the rest, so a client's burst of first
+	// calls (many at once, over several replicas) queues for a moment
+	// instead of failing; concurrent guesses still wait for the failures
+	// they come after, and then meet the back-off.
+	Queue time.Duration
 	// MaxKeys caps what this process's memory tracks of each kind (pairs,
 	// accounts, addresses, proofs, rate buckets); Redis is bounded by its
 	// maxmemory.
@@ -265,6 +273,33 @@ func (g *Guard) BeginLogin(ctx context.Context, creds credentials.Credentials) (
 	if g == nil {
 		return nil, nil
 	}
+	start := time.Now()
+	pause := 20 * time.Millisecond
+	for {
+		l, err := g.beginLogin(ctx, creds)
+		if !errors.Is(err, errTooMany) {
+			return l, err
+		}
+		left := g.cfg.Queue - time.Since(start)
+		if left <= 0 {
+			return nil, mailerr.New(mailerr.RateLimited,
+				"too many logins for this user are being tried at once; retry in a few seconds")
+		}
+		select {
+		case <-ctx.Done():
+			return nil, unavailable(ctx.Err())
+		case <-time.After(min(pause, left)):
+		}
+		pause = min(2*pause, 250*time.Millisecond)
+	}
+}
+
+// errTooMany is a login that finds as many attempts for its account in
+// progress as the back-off admits at once.
+var errTooMany = errors.New("too many logins in progress")
+
+// beginLogin is one try of BeginLogin.
+func (g *Guard) beginLogin(ctx context.Context, creds credentials.Credentials) (*Login, error) {
 	now := g.now()
 	l := &Login{g: g, account: creds.AccountKey(), addr: ClientAddr(ctx), proof: g.proofKey(creds)}
 	l.pair = l.account + "\x00" + l.addr
@@ -324,8 +359,7 @@ func (g *Guard) BeginLogin(ctx context.Context, creds credentials.Credentials) (
 		if err != nil {
 			return nil, unavailable(err)
 		}
-		return nil, mailerr.New(mailerr.RateLimited,
-			"too many logins for this user are being tried at once; retry in a few seconds")
+		return nil, errTooMany
 	}
 	return l, nil
 }

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -428,6 +429,101 @@ func testConcurrentAttemptsCount(t *testing.T, c *clock, mem memory.Store) {
 	p1.Succeeded(bg)
 	if err := try(g, ctx, "bob"); err != nil {
 		t.Fatalf("after a success: %v", err)
+	}
+}
+
+// A client's burst of first calls (many at once, over several replicas)
+// queues behind the logins in progress instead of failing: the first that
+// succeeds proves the password for those waiting. Concurrent guesses wait
+// too, and meet the back-off their predecessors' failures started; a queue
+// that does not move ends in the refusal.
+func TestLoginsQueueBehindTheFirst(t *testing.T) { eachStore(t, testLoginsQueueBehindTheFirst) }
+
+func testLoginsQueueBehindTheFirst(t *testing.T, c *clock, mem memory.Store) {
+	g := New(Config{FailuresPerUser: 3, Delay: time.Minute, MaxDelay: time.Minute, Queue: 10 * time.Second, Now: c.now, Memory: mem})
+	owner := credentials.New("carol", "carol's right password")
+	begin := func(creds credentials.Credentials) chan error {
+		done := make(chan error, 1)
+		go func() {
+			l, err := g.BeginLogin(bg, creds)
+			if err == nil && !l.proven {
+				err = errors.New("admitted unproven")
+			}
+			done <- err
+		}()
+		return done
+	}
+	var held []*Login
+	for range 3 {
+		l, err := g.BeginLogin(bg, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	waiting := []chan error{begin(owner), begin(owner)}
+	time.Sleep(100 * time.Millisecond)
+	for _, w := range waiting {
+		select {
+		case err := <-w:
+			t.Fatalf("a fourth login did not wait: %v", err)
+		default:
+		}
+	}
+	held[0].Succeeded(bg)
+	for _, w := range waiting {
+		select {
+		case err := <-w:
+			if err != nil {
+				t.Fatalf("a queued login after the first succeeded: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a queued login was not admitted after the first succeeded")
+		}
+	}
+	for _, l := range held[1:] {
+		l.Succeeded(bg)
+	}
+
+	// Guesses: the queued one meets the back-off that the three in
+	// progress start when they fail.
+	held = held[:0]
+	for range 3 {
+		l, err := g.BeginLogin(bg, guess("dave"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, l)
+	}
+	queued := make(chan error, 1)
+	go func() { queued <- tryCreds(g, bg, guess("dave")) }()
+	time.Sleep(100 * time.Millisecond)
+	for _, l := range held {
+		l.Refused(bg)
+	}
+	select {
+	case err := <-queued:
+		if err == nil || !strings.Contains(mailerr.Message(err), "for 1m0s") {
+			t.Fatalf("a queued guess after three refusals: %v, want the back-off", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a queued guess did not end after the refusals")
+	}
+
+	// A queue that does not move: refused when Queue is over.
+	g = New(Config{FailuresPerUser: 1, Delay: time.Minute, MaxDelay: time.Minute, Queue: 300 * time.Millisecond, Now: c.now, Memory: mem})
+	l, err := g.BeginLogin(bg, guess("erin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Abandoned(bg)
+	t0 := time.Now()
+	err = try(g, bg, "erin")
+	if err == nil || !strings.Contains(mailerr.Message(err), "at once") {
+		t.Fatalf("behind a login that does not end: %v, want the refusal", err)
+	}
+	if d := time.Since(t0); d < 200*time.Millisecond || d > 3*time.Second {
+		t.Fatalf("refused after %v, want about the 300ms queue", d)
 	}
 }
 
