@@ -316,7 +316,9 @@ func main() {
 	}
 
 	// 2. a token sealed by replica 1 opens on the others
-	sc, _, err := toolCall(context.Background(), reps[0], nil, "imap_encrypt_credentials", map[string]any{"user": *user, "password": *pass})
+	// with the user's headers: with PUBLIC_URL (the sign-in server on), an
+	// anonymous /mcp request is answered 401 with the sign-in's metadata
+	sc, _, err := toolCall(context.Background(), reps[0], map[string]string{"X-Imap-User": *user, "X-Imap-Pass": *pass}, "imap_encrypt_credentials", map[string]any{"user": *user, "password": *pass})
 	if err != nil {
 		fatalf("imap_encrypt_credentials on replica 1: %v", err)
 	}
