@@ -518,6 +518,50 @@ func TestReplicasShareTheRateLimit(t *testing.T) {
 	}
 }
 
+// TestReplicasQueueFirstLogins: a client's burst of first calls, spread
+// over A and B (MAX_POOL_PER_USER=4 logins at once on each: more than
+// LOGIN_BACKOFF_FAILURES=5 allows in progress for one user), is served
+// whole: the logins beyond the threshold wait for those in progress, and
+// the first success proves the password for the rest. With Redis the
+// attempts in progress are counted over both replicas, which refused 2 to
+// 5 of the 16 calls (two runs) before they queued.
+func TestReplicasQueueFirstLogins(t *testing.T) {
+	t.Parallel() // replicas and a Redis of its own
+	s := mailtest.Shared(t)
+	for _, mode := range memoryModes {
+		t.Run(mode.name, func(t *testing.T) {
+			set := startReplicas(t, s, replicaOptions{Redis: mode.shared})
+			var clients []*client.Client
+			for i := range 16 {
+				clients = append(clients, mailtest.MCPClient(t, set.Replicas[i%2].URL, userHeaders(s, mailtest.Bob), ""))
+			}
+			start := make(chan struct{})
+			errs := make(chan string, len(clients))
+			var wg sync.WaitGroup
+			for _, c := range clients {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "imap_list_folders"}})
+					switch {
+					case err != nil:
+						errs <- err.Error()
+					case res.IsError:
+						errs <- mailtest.Text(res)
+					}
+				}()
+			}
+			close(start)
+			wg.Wait()
+			close(errs)
+			for e := range errs {
+				t.Errorf("a first call of the burst: %s", e)
+			}
+		})
+	}
+}
+
 // redisOps is the number of Redis operations a replica made, its health
 // checks (ping) left out, from its metrics.
 func redisOps(t *testing.T, addr string) int {
