@@ -80,17 +80,9 @@ func formClient(t *testing.T, g *gateway, h map[string]string, f *onForm, rt htt
 // flags and an internal date (zero: now), as another mail program would.
 func putMessage(t *testing.T, s *mailtest.Stack, user, folder, subject, body string, date time.Time, flags ...imap.Flag) {
 	t.Helper()
-	c := direct(t, s, user)
 	raw := fmt.Sprintf("From: someone@example.net\r\nTo: %s\r\nSubject: %s\r\nMessage-ID: <%d.%s@example.net>\r\nDate: %s\r\n\r\n%s\r\n",
 		user, subject, time.Now().UnixNano(), strings.ReplaceAll(subject, " ", "."), time.Now().Format(time.RFC1123Z), body)
-	cmd := c.Append(folder, int64(len(raw)), &imap.AppendOptions{Flags: flags, Time: date})
-	if _, err := io.WriteString(cmd, raw); err != nil {
-		t.Fatal(err)
-	}
-	cmd.Close()
-	if _, err := cmd.Wait(); err != nil {
-		t.Fatalf("append to %s: %v", folder, err)
-	}
+	appendUID(t, direct(t, s, user), folder, []byte(raw), flags, date)
 }
 
 func doveadm(t *testing.T, s *mailtest.Stack, args ...string) string {

@@ -54,22 +54,7 @@ func TestRealMailCorpus(t *testing.T) {
 	d := direct(t, s, user)
 	uids := make([]imap.UID, len(corpus))
 	for i, m := range corpus {
-		raw := "From: Newsletter <news@example.org>\r\nTo: " + user + "\r\nSubject: corpus " + m.Name +
-			"\r\nDate: " + time.Now().Format(time.RFC1123Z) + "\r\nMIME-Version: 1.0\r\n" +
-			"Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n" +
-			strings.ReplaceAll(wrap76(base64.StdEncoding.EncodeToString([]byte(m.HTML))), "\n", "\r\n") + "\r\n"
-		cmd := d.Append("INBOX", int64(len(raw)), nil)
-		if _, err := cmd.Write([]byte(raw)); err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Close(); err != nil {
-			t.Fatal(err)
-		}
-		res, err := cmd.Wait()
-		if err != nil || res.UID == 0 {
-			t.Fatalf("APPEND %s: %v (uid %d)", m.Name, err, res.UID)
-		}
-		uids[i] = res.UID
+		uids[i] = appendUID(t, d, "INBOX", htmlMessage("Newsletter <news@example.org>", user, "corpus "+m.Name, m.HTML), nil, time.Time{})
 	}
 
 	g := startGateway(t, s)
@@ -230,4 +215,13 @@ func runCorpusNode(t *testing.T, node, dir, script string, input, out any) {
 		t.Fatalf("%s printed no JSON result (%v): %s\nstderr:\n%s", script, err, tail(stdout.String(), 2000), tail(stderr.String(), 4000))
 	}
 	t.Logf("node %s took %v", script, time.Since(start).Round(time.Millisecond))
+}
+
+// htmlMessage is a message whose one part is html, base64 in lines of 76,
+// as a mail program sends a newsletter.
+func htmlMessage(from, to, subject, html string) []byte {
+	return []byte("From: " + from + "\r\nTo: " + to + "\r\nSubject: " + subject +
+		"\r\nDate: " + time.Now().Format(time.RFC1123Z) + "\r\nMIME-Version: 1.0\r\n" +
+		"Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n" +
+		strings.ReplaceAll(wrap76(base64.StdEncoding.EncodeToString([]byte(html))), "\n", "\r\n") + "\r\n")
 }

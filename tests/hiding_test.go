@@ -1,7 +1,6 @@
 package tests
 
 import (
-	"encoding/base64"
 	"fmt"
 	"os"
 	"slices"
@@ -60,22 +59,7 @@ func TestHidingCorpus(t *testing.T) {
 	d := direct(t, s, user)
 	uids := make([]imap.UID, len(corpus))
 	for i, m := range corpus {
-		raw := "From: Sender <sender@example.org>\r\nTo: " + user + "\r\nSubject: hiding " + m.Name +
-			"\r\nDate: " + time.Now().Format(time.RFC1123Z) + "\r\nMIME-Version: 1.0\r\n" +
-			"Content-Type: text/html; charset=utf-8\r\nContent-Transfer-Encoding: base64\r\n\r\n" +
-			strings.ReplaceAll(wrap76(base64.StdEncoding.EncodeToString([]byte(m.HTML))), "\n", "\r\n") + "\r\n"
-		cmd := d.Append("INBOX", int64(len(raw)), nil)
-		if _, err := cmd.Write([]byte(raw)); err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Close(); err != nil {
-			t.Fatal(err)
-		}
-		res, err := cmd.Wait()
-		if err != nil || res.UID == 0 {
-			t.Fatalf("APPEND %s: %v (uid %d)", m.Name, err, res.UID)
-		}
-		uids[i] = res.UID
+		uids[i] = appendUID(t, d, "INBOX", htmlMessage("Sender <sender@example.org>", user, "hiding "+m.Name, m.HTML), nil, time.Time{})
 	}
 
 	g := startGateway(t, s)
