@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
 
 // What `mailbox-mcp demo` prints for Claude Desktop works as printed: the
@@ -142,7 +144,7 @@ func startDemoBinary(t *testing.T, bin string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr logBuffer
+	var stderr mailtest.LogBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

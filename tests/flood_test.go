@@ -254,7 +254,7 @@ type gatewayProcess struct {
 	cmd        *exec.Cmd
 	exited     chan struct{}
 	waitErr    error
-	log        *logBuffer
+	log        *mailtest.LogBuffer
 }
 
 func (g *gatewayProcess) alive() error {
@@ -287,7 +287,7 @@ func startGatewayProcess(t *testing.T, bin string, cg *memoryCgroup, s *mailtest
 		"ENCRYPTION_KEY=" + key, "BIND_ADDRESS=127.0.0.1", "PORT=" + strconv.Itoa(port),
 		"LOG_LEVEL=warn",
 	}, env...)
-	logs := &logBuffer{}
+	logs := &mailtest.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -178,7 +178,7 @@ func serveProcess(t *testing.T, bin string, s *mailtest.Stack, key string, env .
 		"IMAP_HOST=127.0.0.1", "IMAP_PORT=" + strconv.Itoa(s.IMAPSPort), "MAIL_CA_FILE=" + s.CAFile,
 		"ENCRYPTION_KEY=" + key, "BIND_ADDRESS=127.0.0.1", "PORT=" + strconv.Itoa(port), "LOG_LEVEL=warn",
 	}, env...)
-	logs := &logBuffer{}
+	logs := &mailtest.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

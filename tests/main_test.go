@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"sync"
 	"testing"
 
 	"github.com/emersion/go-imap/v2/imapclient"
@@ -23,28 +22,9 @@ import (
 
 func TestMain(m *testing.M) { mailtest.Main(m) }
 
-// logBuffer collects the gateway's log output.
-type logBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
-}
-
 type gateway struct {
 	URL  string
-	Logs *logBuffer
+	Logs *mailtest.LogBuffer
 	App  *app.App
 	Key  string
 }
@@ -68,7 +48,7 @@ func startGatewayEnv(t testing.TB, env ...string) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &mailtest.LogBuffer{}
 	a, err := app.New(cfg, app.NewLogger(logs, cfg.LogLevel))
 	if err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ import (
 type oauthGateway struct {
 	Base string // PUBLIC_URL
 	Key  string
-	Logs *logBuffer
+	Logs *mailtest.LogBuffer
 }
 
 func startOAuthGateway(t testing.TB, s *mailtest.Stack, env ...string) *oauthGateway {
@@ -52,7 +52,7 @@ func startOAuthGateway(t testing.TB, s *mailtest.Stack, env ...string) *oauthGat
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &mailtest.LogBuffer{}
 	a, err := app.New(cfg, app.NewLogger(logs, cfg.LogLevel))
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ type replica struct {
 	Name string // "A", "B", ...
 	Base string // http://127.0.0.1:PORT
 	URL  string // Base + "/mcp"
-	Logs *logBuffer
+	Logs *mailtest.LogBuffer
 	cmd  *exec.Cmd
 }
 
@@ -87,7 +87,7 @@ func startReplicas(t *testing.T, s *mailtest.Stack, o replicaOptions) *replicaSe
 		ln.Close()
 	}
 	for i, port := range ports {
-		r := &replica{Name: string(rune('A' + i)), Base: "http://127.0.0.1:" + strconv.Itoa(port), Logs: &logBuffer{}}
+		r := &replica{Name: string(rune('A' + i)), Base: "http://127.0.0.1:" + strconv.Itoa(port), Logs: &mailtest.LogBuffer{}}
 		r.URL = r.Base + "/mcp"
 		vars := append(append([]string{}, env...), "PORT="+strconv.Itoa(port))
 		if o.SamePublicURL {

@@ -29,7 +29,7 @@ type restartable struct {
 	t      *testing.T
 	addr   string
 	env    []string
-	logs   *logBuffer
+	logs   *mailtest.LogBuffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -188,7 +188,7 @@ func providerGateway(t *testing.T, h *mailtest.Hydra, s *mailtest.Stack, extra .
 		"OIDC_SMTP_HOST=127.0.0.1", "OIDC_SMTP_PORT=" + strconv.Itoa(s.SubmissionPort),
 	}
 	env = append(env, extra...)
-	g := &restartable{t: t, addr: addr, env: env, logs: &logBuffer{}}
+	g := &restartable{t: t, addr: addr, env: env, logs: &mailtest.LogBuffer{}}
 	g.serve(ln)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -21,29 +20,11 @@ import (
 	"github.com/mailbox-mcp/mailbox-mcp/internal/tools"
 )
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type gateway struct {
 	Demo  *demo.Server
 	URL   string
 	Users []demo.User
-	Logs  *syncBuffer
+	Logs  *mailtest.LogBuffer
 	App   *app.App
 	Key   string
 }
@@ -77,7 +58,7 @@ func startDemoGatewayWith(t *testing.T, smtp bool, env ...string) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &mailtest.LogBuffer{}
 	a, err := app.New(cfg, app.NewLogger(logs, cfg.LogLevel))
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,6 +20,8 @@ import (
 	"github.com/emersion/go-message/mail"
 	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
+
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
 
 func start(t *testing.T) *Server {
@@ -107,28 +108,11 @@ func TestCapabilities(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 func TestListFoldersSpecialUseAndStatus(t *testing.T) {
 	s := start(t)
 	// imapclient writes to DebugWriter from its reading goroutine and from
 	// the caller's: the buffer needs a lock.
-	var wire lockedBuffer
+	var wire mailtest.LogBuffer
 	c, err := imapclient.DialInsecure(s.IMAPAddr, &imapclient.Options{DebugWriter: &wire})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -56,27 +55,9 @@ type rig struct {
 	fsmtp      *faultproxy.Proxy
 	app        *app.App
 	url        string
-	logs       *logBuffer
+	logs       *mailtest.LogBuffer
 
 	baseGoroutines, baseFDs int
-}
-
-type logBuffer struct {
-	mu sync.Mutex
-	b  []byte
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.b = append(l.b, p...)
-	return len(p), nil
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.b)
 }
 
 // newRig starts the proxies and a gateway with env added to the suite's
@@ -118,7 +99,7 @@ func newRig(t *testing.T, s *mailtest.Stack, env ...string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.logs = &logBuffer{}
+	r.logs = &mailtest.LogBuffer{}
 	if r.app, err = app.New(cfg, app.NewLogger(r.logs, cfg.LogLevel)); err != nil {
 		t.Fatal(err)
 	}
