@@ -24,6 +24,9 @@ import (
 type dataServer struct {
 	end      func(c net.Conn)
 	pipeline bool
+	// midData, when set, replaces reading the message: what the server
+	// does right after its 354 (read a little and reset, stall).
+	midData func(c net.Conn, r *bufio.Reader)
 
 	mu       sync.Mutex
 	complete int // messages read up to their final dot
@@ -52,6 +55,10 @@ func (d *dataServer) serve(c net.Conn) {
 			c.Write([]byte("250 2.1.0 ok\r\n"))
 		case cmd == "DATA":
 			c.Write([]byte("354 go ahead\r\n"))
+			if d.midData != nil {
+				d.midData(c, r)
+				return
+			}
 			var msg bytes.Buffer
 			for !bytes.HasSuffix(msg.Bytes(), []byte("\r\n.\r\n")) {
 				b, err := r.ReadByte()
@@ -176,54 +183,12 @@ func TestOnlyALostAnswerIsAmbiguous(t *testing.T) {
 func TestBrokenDuringDataSentNothing(t *testing.T) {
 	creds := credentials.New("u@fake.test", "pw")
 	// The server reads 1 KB of a 4 MB message and resets.
-	resetEarly := func(c net.Conn) {
-		defer c.Close()
-		r := bufio.NewReader(c)
-		c.Write([]byte("220 fake ESMTP\r\n"))
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			switch cmd := strings.ToUpper(strings.TrimSpace(line)); {
-			case strings.HasPrefix(cmd, "EHLO"):
-				c.Write([]byte("250-fake\r\n250 AUTH PLAIN\r\n"))
-			case strings.HasPrefix(cmd, "AUTH"):
-				c.Write([]byte("235 ok\r\n"))
-			case strings.HasPrefix(cmd, "MAIL"), strings.HasPrefix(cmd, "RCPT"):
-				c.Write([]byte("250 ok\r\n"))
-			case cmd == "DATA":
-				c.Write([]byte("354 go ahead\r\n"))
-				r.Read(make([]byte, 1024))
-				resetConn(c)
-				return
-			}
-		}
-	}
+	resetEarly := (&dataServer{midData: func(c net.Conn, r *bufio.Reader) {
+		r.Read(make([]byte, 1024))
+		resetConn(c)
+	}}).serve
 	// The server takes the DATA and then reads nothing more.
-	stall := func(c net.Conn) {
-		defer c.Close()
-		r := bufio.NewReader(c)
-		c.Write([]byte("220 fake ESMTP\r\n"))
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			switch cmd := strings.ToUpper(strings.TrimSpace(line)); {
-			case strings.HasPrefix(cmd, "EHLO"):
-				c.Write([]byte("250-fake\r\n250 AUTH PLAIN\r\n"))
-			case strings.HasPrefix(cmd, "AUTH"):
-				c.Write([]byte("235 ok\r\n"))
-			case strings.HasPrefix(cmd, "MAIL"), strings.HasPrefix(cmd, "RCPT"):
-				c.Write([]byte("250 ok\r\n"))
-			case cmd == "DATA":
-				c.Write([]byte("354 go ahead\r\n"))
-				time.Sleep(3 * time.Second)
-				return
-			}
-		}
-	}
+	stall := (&dataServer{midData: func(net.Conn, *bufio.Reader) { time.Sleep(3 * time.Second) }}).serve
 	big := "Subject: big\r\n\r\n" + strings.Repeat(strings.Repeat("x", 998)+"\r\n", 4<<10)
 	for _, tc := range []struct {
 		name  string
