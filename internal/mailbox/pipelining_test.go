@@ -176,11 +176,25 @@ func dropBehindLogin(target string) func(net.Conn) {
 		var mu sync.Mutex
 		loginTag := ""
 		answered := make(chan chan struct{}, 1) // the LOGIN's answer is in; close the inner channel to pass it on
+		// Either side's end frees the other from waiting (and the
+		// listener's cleanup from waiting for both).
+		fromClientDone, fromServerDone := make(chan struct{}), make(chan struct{})
+		defer close(fromServerDone)
 		go func() {
+			defer close(fromClientDone)
 			defer s.Close()
 			r := bufio.NewReader(c)
 			for {
 				line, err := r.ReadString('\n')
+				tag, rest, _ := strings.Cut(line, " ")
+				login := err == nil && strings.HasPrefix(strings.ToUpper(rest), "LOGIN ")
+				if login {
+					// Before the LOGIN leaves: its answer can come back
+					// before this goroutine runs again.
+					mu.Lock()
+					loginTag = tag
+					mu.Unlock()
+				}
 				if line != "" {
 					if _, werr := io.WriteString(s, line); werr != nil {
 						return
@@ -189,16 +203,17 @@ func dropBehindLogin(target string) func(net.Conn) {
 				if err != nil {
 					return
 				}
-				tag, rest, _ := strings.Cut(line, " ")
-				if !strings.HasPrefix(strings.ToUpper(rest), "LOGIN ") {
+				if !login {
 					continue
 				}
-				mu.Lock()
-				loginTag = tag
-				mu.Unlock()
 				// Everything the client sends until it sees the LOGIN's
 				// answer went behind the LOGIN: dropped.
-				release := <-answered
+				var release chan struct{}
+				select {
+				case release = <-answered:
+				case <-fromServerDone:
+					return
+				}
 				r.Discard(r.Buffered())
 				c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 				io.Copy(io.Discard, c)
@@ -215,7 +230,11 @@ func dropBehindLogin(target string) func(net.Conn) {
 			if f := strings.Fields(line); tag != "" && len(f) > 1 && f[0] == tag {
 				release := make(chan struct{})
 				answered <- release
-				<-release
+				select {
+				case <-release:
+				case <-fromClientDone:
+					return
+				}
 				mu.Lock()
 				loginTag = ""
 				mu.Unlock()
