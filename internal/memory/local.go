@@ -226,29 +226,16 @@ type localCounter struct {
 }
 
 func (c *localCounter) Add(_ context.Context, key string, delta int64, ttl time.Duration) (int64, error) {
-	if ttl <= 0 {
-		return 0, errTTL
-	}
-	now := c.now()
-	c.t.mu.Lock()
-	defer c.t.mu.Unlock()
-	e := c.t.lookup(key, now)
-	if e == nil {
-		if delta <= 0 {
-			return 0, nil
-		}
-		e = c.t.insert(key, 0, now)
-	}
-	e.v += delta
-	if e.v <= 0 {
-		delete(c.t.items, key)
-		return 0, nil
-	}
-	e.expires = now.Add(ttl)
-	return e.v, nil
+	return c.update(key, ttl, func(v int64) int64 { return v + delta })
 }
 
 func (c *localCounter) Raise(_ context.Context, key string, v int64, ttl time.Duration) (int64, error) {
+	return c.update(key, ttl, func(old int64) int64 { return max(old, v) })
+}
+
+// update sets key's count to next of its count (0 when absent) and its
+// lifetime to ttl; a count of 0 or less is no entry.
+func (c *localCounter) update(key string, ttl time.Duration, next func(int64) int64) (int64, error) {
 	if ttl <= 0 {
 		return 0, errTTL
 	}
@@ -256,15 +243,20 @@ func (c *localCounter) Raise(_ context.Context, key string, v int64, ttl time.Du
 	c.t.mu.Lock()
 	defer c.t.mu.Unlock()
 	e := c.t.lookup(key, now)
+	var old int64
+	if e != nil {
+		old = e.v
+	}
+	n := next(old)
+	if n <= 0 {
+		delete(c.t.items, key)
+		return 0, nil
+	}
 	if e == nil {
-		if v <= 0 {
-			return 0, nil
-		}
 		e = c.t.insert(key, 0, now)
 	}
-	e.v = max(e.v, v)
-	e.expires = now.Add(ttl)
-	return e.v, nil
+	e.v, e.expires = n, now.Add(ttl)
+	return n, nil
 }
 
 func (c *localCounter) Get(_ context.Context, keys ...string) ([]int64, error) {
