@@ -525,6 +525,25 @@ func testLoginsQueueBehindTheFirst(t *testing.T, c *clock, mem memory.Store) {
 	if d := time.Since(t0); d < 200*time.Millisecond || d > 3*time.Second {
 		t.Fatalf("refused after %v, want about the 300ms queue", d)
 	}
+
+	// A call that ends while it waits ends the wait: a timeout, nothing
+	// taken.
+	g = New(Config{FailuresPerUser: 1, Delay: time.Minute, MaxDelay: time.Minute, Queue: time.Minute, Now: c.now, Memory: mem})
+	l2, err := g.BeginLogin(bg, guess("frank"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(bg, 150*time.Millisecond)
+	defer cancel()
+	t0 = time.Now()
+	_, err = g.BeginLogin(ctx, guess("frank"))
+	if mailerr.KindOf(err) != mailerr.Timeout || time.Since(t0) > 3*time.Second {
+		t.Fatalf("a wait whose call ended: %v after %v, want a timeout at the call's end", err, time.Since(t0))
+	}
+	l2.Abandoned(bg)
+	if err := try(g, bg, "frank"); err != nil {
+		t.Fatalf("the ended wait kept a slot: %v", err)
+	}
 }
 
 // Many users behind one address (a proxy, an office) log in at once, as
