@@ -15,12 +15,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mailbox-mcp/mailbox-mcp/internal/credentials"
 	"github.com/mailbox-mcp/mailbox-mcp/internal/demo"
+	"github.com/mailbox-mcp/mailbox-mcp/internal/mailtest"
 )
 
 // The client commands against `mailbox-mcp demo` (a real gateway on the
@@ -309,7 +309,7 @@ func TestCLIApproval(t *testing.T) {
 	cmd := exec.CommandContext(ctx, scriptCmd, "-q", "-e", "-c", line, "/dev/null")
 	cmd.Env = append([]string{"MAILBOX_MCP_MAIN=1", "PATH=" + os.Getenv("PATH"), "HOME=" + os.TempDir(), "TERM=dumb"}, aliceEnv...)
 	cmd.Stdin = strings.NewReader("y\n")
-	out := &syncBuilder{}
+	out := &mailtest.LogBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	err = cmd.Run()
 	var ee *exec.ExitError
@@ -320,22 +320,4 @@ func TestCLIApproval(t *testing.T) {
 	if received(yes) {
 		t.Fatal("the command approved its own send")
 	}
-}
-
-// syncBuilder is a strings.Builder safe for a writer and a reader at once.
-type syncBuilder struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuilder) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuilder) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -53,25 +52,6 @@ func truncateForTest(body string, offset, maxChars int) (string, bool, int) {
 	return string(r[offset:end]), end < len(r), end
 }
 
-// wireLog collects what go-imap writes and reads, for the order of commands
-// and answers.
-type wireLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (w *wireLog) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.Write(p)
-}
-
-func (w *wireLog) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
-}
-
 // Against Dovecot: readMessage, which asks for part 1 with the header and
 // structure, returns exactly what the two FETCHes one after the other
 // return, for every shape of message (the text in part 1 or elsewhere,
@@ -99,7 +79,7 @@ func TestReadGuessAgainstDovecot(t *testing.T) {
 		"Content-Type: multipart/mixed; boundary=m\r\n\r\n--m\r\nContent-Type: multipart/alternative; boundary=a\r\n\r\n--a\r\nContent-Type: text/plain\r\n\r\nNested plain.\r\n--a\r\nContent-Type: text/html\r\n\r\n<p>Nested</p>\r\n--a--\r\n--m\r\nContent-Type: text/plain\r\n\r\nA second text.\r\n--m--\r\n",
 		"Content-Type: text/plain\r\n\r\n   \r\n",
 	}
-	wire := &wireLog{}
+	wire := &mailtest.LogBuffer{}
 	cfg := Config{Host: st.Host, Port: st.IMAPSPort, Security: transport.TLS, TLS: st.TLSConfig(), Timeout: 10 * time.Second}
 	conn, err := dialOwn(context.Background(), cfg, credentials.New(mailtest.Bob, mailtest.BobPassword), func(o *imapclient.Options) { o.DebugWriter = wire })
 	if err != nil {
