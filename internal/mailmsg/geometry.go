@@ -404,19 +404,24 @@ func clipEmpty(v string) bool {
 	if !ok {
 		return false
 	}
+	e, ok := rectEdges(args)
+	return ok && (e[1]-e[3] <= 1 || e[2]-e[0] <= 1)
+}
+
+// rectEdges reads rect()'s four edges (top, right, bottom, left) in
+// pixels; not ok for any other count, or an edge that is not a length
+// (auto: the box's own edge, which this cannot know).
+func rectEdges(args string) (e [4]float64, ok bool) {
 	a := splitArgs(args)
 	if len(a) != 4 {
-		return false
+		return e, false
 	}
-	var e [4]float64
 	for i, s := range a {
-		px, ok := lengthPx(s, 16)
-		if !ok {
-			return false // auto: the box's own edge
+		if e[i], ok = lengthPx(s, 16); !ok {
+			return e, false
 		}
-		e[i] = px
 	}
-	return e[1]-e[3] <= 1 || e[2]-e[0] <= 1
+	return e, true
 }
 
 // clipPathEmpty reports whether a clip-path shape is empty: inset() of 50%
@@ -488,19 +493,8 @@ func clipPathEmpty(v string) bool {
 		}
 		return len(xs) > 0 && (same(xs) || same(ys))
 	case "rect":
-		a := splitArgs(body)
-		if len(a) != 4 {
-			return false
-		}
-		var e [4]float64
-		for i, s := range a {
-			px, ok := lengthPx(s, 16)
-			if !ok {
-				return false
-			}
-			e[i] = px
-		}
-		return e[1] <= e[3] || e[2] <= e[0]
+		e, ok := rectEdges(body)
+		return ok && (e[1] <= e[3] || e[2] <= e[0])
 	case "xywh":
 		a := splitArgs(body)
 		return len(a) == 4 && (isZeroLength(a[2]) || isZeroLength(a[3]))
